@@ -1,0 +1,158 @@
+package archtest
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+
+	"strings"
+	"testing"
+)
+
+const module = "kvroute"
+
+// allowed lists, per package of the module, the non-standard-library imports it may use:
+// exact import paths, or prefixes ending in "/..." meaning the path and everything below it.
+// A package missing from the table fails the test, so a new package needs a row (and a reason).
+var allowed = map[string][]string{
+	"router":            {"kvroute/router/..."},
+	"router/prefix":     {"github.com/cespare/xxhash/v2"},
+	"router/tokenize":   {"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader"},
+	"router/routertest": {"kvroute/router/...", "github.com/google/go-cmp/..."},
+	"gpumodel":          {},
+	"workloads":         {"go.yaml.in/yaml/v3"},
+	"sim":               {},
+	"sim/engine":        {"kvroute/sim", "kvroute/gpumodel"},
+	"sim/cluster":       {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
+	"results":           {"gonum.org/v1/gonum/...", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/..."},
+	"internal/openai":   {},
+	"internal/vllm":     {"github.com/prometheus/common/...", "github.com/prometheus/client_model/..."},
+	"internal/gateway":  {"kvroute/router/...", "kvroute/internal/openai", "kvroute/internal/vllm", "github.com/prometheus/client_golang/..."},
+	"internal/emulate":  {"kvroute/sim/...", "kvroute/gpumodel", "kvroute/internal/openai"},
+	"internal/loadgen":  {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai"},
+	"internal/archtest": {},
+}
+
+// forbiddenStd lists standard-library packages a deterministic, I/O-free core package must not
+// import directly: no network, no logger, no environment or files.
+var forbiddenStd = []string{"net", "net/http", "log", "log/slog", "os", "os/exec", "math/rand"}
+
+// pure marks the packages (and their subpackages) that forbiddenStd applies to.
+var pure = []string{"router", "sim", "gpumodel"}
+
+type pkg struct {
+	path    string // relative to the module, e.g. "router/prefix"
+	imports []string
+}
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []pkg
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		rel := strings.TrimPrefix(strings.TrimPrefix(f[0], module), "/")
+		pkgs = append(pkgs, pkg{path: rel, imports: f[1:]})
+	}
+	return pkgs
+}
+
+func isStd(imp string) bool {
+	return !strings.Contains(strings.SplitN(imp, "/", 2)[0], ".") && !strings.HasPrefix(imp, module)
+}
+
+func matches(imp string, patterns []string) bool {
+	for _, p := range patterns {
+		if base, ok := strings.CutSuffix(p, "/..."); ok {
+			if imp == base || strings.HasPrefix(imp, base+"/") {
+				return true
+			}
+		} else if imp == p {
+			return true
+		}
+	}
+	return false
+}
+
+func rowFor(rel string) ([]string, bool) {
+	if strings.HasPrefix(rel, "cmd/") || rel == "cmd" {
+		return nil, true // commands may import anything
+	}
+	row, ok := allowed[rel]
+	return row, ok
+}
+
+func underAny(rel string, roots []string) bool {
+	for _, r := range roots {
+		if rel == r || strings.HasPrefix(rel, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestImportTable(t *testing.T) {
+	for _, p := range listPackages(t) {
+		row, ok := rowFor(p.path)
+		if !ok {
+			t.Errorf("package %s has no row in the import table (DESIGN.md): add one", p.path)
+			continue
+		}
+		if strings.HasPrefix(p.path, "cmd") {
+			continue
+		}
+		for _, imp := range p.imports {
+			if isStd(imp) {
+				if underAny(p.path, pure) && matches(imp, forbiddenStd) {
+					t.Errorf("%s imports %s: the deterministic core does no I/O, logging or global randomness", p.path, imp)
+				}
+				continue
+			}
+			if !matches(imp, row) {
+				t.Errorf("%s imports %s, which its row %v does not allow", p.path, imp, row)
+			}
+		}
+	}
+}
+
+// TestRouterNeverReachesHTTP walks router's transitive imports. The only way it may reach
+// net/http is through the tiktoken library that router/tokenize is allowed to use (its
+// downloader is linked but never called: the BPE ranks are embedded).
+func TestRouterNeverReachesHTTP(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", module+"/router").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	graph := map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		graph[f[0]] = f[1:]
+	}
+	sanctioned := []string{"github.com/pkoukk/tiktoken-go"}
+	seen := map[string]string{module + "/router": ""}
+	queue := []string{module + "/router"}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		if matches(cur, sanctioned) {
+			continue
+		}
+		for _, imp := range graph[cur] {
+			if _, ok := seen[imp]; ok {
+				continue
+			}
+			seen[imp] = cur
+			queue = append(queue, imp)
+		}
+	}
+	for _, bad := range []string{"net/http", "log", "log/slog", "os/exec"} {
+		if via, ok := seen[bad]; ok {
+			t.Errorf("router reaches %s (imported by %s)", bad, via)
+		}
+	}
+}

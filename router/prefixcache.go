@@ -1,0 +1,295 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"time"
+
+	"kvroute/router/prefix"
+	"kvroute/router/tokenize"
+)
+
+// PrefixCacheConfig configures prefix-cache, AIBrix's prefix-cache-aware router (seeds 000 and
+// 001; code and shipped defaults in routers.md §2.2–2.3). Defaults are the shipped ones.
+type PrefixCacheConfig struct {
+	// Tokenizer is "character" (UTF-8 bytes) or "tiktoken" (cl100k_base, 4 bytes a token).
+	Tokenizer string `json:"tokenizer"`
+	// BlockSize is the hashed block length in tokenizer output bytes; 0 means the tokenizer's
+	// recommendation: 128 for character, 16 for tiktoken.
+	BlockSize int `json:"block_size"`
+	// BlockNumber is the capacity of the global LRU prefix table, in blocks (200,000).
+	BlockNumber int `json:"block_number"`
+	// ImbalanceAbsCount: when max − min running requests exceeds it, load wins (16).
+	ImbalanceAbsCount int `json:"imbalance_abs_count"`
+	// StdDevFactor: a matched endpoint is used only while its running requests are at most
+	// mean + StdDevFactor·σ over the ready endpoints (2).
+	StdDevFactor float64 `json:"standard_deviation_factor"`
+	// EvictionTTL drops table entries not refreshed for this long (20 minutes).
+	EvictionTTL Duration `json:"eviction_ttl"`
+	// EvictionInterval is how often the TTL sweep runs, in snapshot time (1 second).
+	EvictionInterval Duration `json:"eviction_interval"`
+}
+
+// DefaultPrefixCacheConfig returns the defaults AIBrix ships (manifests and Helm chart).
+func DefaultPrefixCacheConfig() PrefixCacheConfig {
+	return PrefixCacheConfig{
+		Tokenizer: "character", BlockNumber: 200000, ImbalanceAbsCount: 16, StdDevFactor: 2,
+		EvictionTTL: Duration(20 * time.Minute), EvictionInterval: Duration(time.Second),
+	}
+}
+
+// Validate checks ranges.
+func (c PrefixCacheConfig) Validate() error {
+	var errs []error
+	if c.Tokenizer != "character" && c.Tokenizer != "tiktoken" {
+		errs = append(errs, fmt.Errorf("tokenizer %q: want character or tiktoken", c.Tokenizer))
+	}
+	if c.BlockSize < 0 {
+		errs = append(errs, fmt.Errorf("block_size %d: want > 0, or 0 for the tokenizer's default", c.BlockSize))
+	}
+	if c.BlockNumber < 1 {
+		errs = append(errs, fmt.Errorf("block_number %d: want > 0", c.BlockNumber))
+	}
+	if c.ImbalanceAbsCount < 0 {
+		errs = append(errs, fmt.Errorf("imbalance_abs_count %d: want >= 0", c.ImbalanceAbsCount))
+	}
+	if !(c.StdDevFactor >= 0) || math.IsInf(c.StdDevFactor, 0) {
+		errs = append(errs, fmt.Errorf("standard_deviation_factor %v: want a finite value >= 0", c.StdDevFactor))
+	}
+	if c.EvictionTTL <= 0 || c.EvictionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("eviction_ttl %v, eviction_interval %v: want > 0", c.EvictionTTL.D(), c.EvictionInterval.D()))
+	}
+	return errors.Join(errs...)
+}
+
+// PrefixCache is AIBrix's prefix-cache router. Running requests are the router's own in-flight
+// counts (AIBrix's realtime counter). Per decision:
+//  1. if max − min running over the eligible endpoints exceeds ImbalanceAbsCount, only the
+//     endpoints holding the minimum stay candidates;
+//  2. the prompt is tokenized and cut into chained-hash blocks; each candidate's match is the
+//     number of leading blocks the global table says it holds, as a percentage;
+//  3. matched candidates are shuffled, sorted by match desc then running asc, and the first
+//     whose running ≤ mean + StdDevFactor·σ (over all eligible endpoints) wins;
+//  4. otherwise the least-running eligible endpoint wins, random among ties.
+//
+// Routed records that the chosen endpoint now holds every block of the prompt.
+type PrefixCache struct {
+	cfg   PrefixCacheConfig
+	tok   tokenize.Tokenizer
+	mu    sync.Mutex
+	rng   *rand.Rand
+	ids   interner
+	store *prefix.BlockStore
+	swept time.Time
+
+	cand, pool []int
+	mask       []bool
+	blocks     []int
+	matched    []matchedEndpoint
+	memo       hashMemo
+}
+
+type matchedEndpoint struct{ index, pct, running int }
+
+var (
+	_ Policy   = (*PrefixCache)(nil)
+	_ Observer = (*PrefixCache)(nil)
+)
+
+// NewPrefixCache returns an AIBrix prefix-cache policy; rng shuffles and breaks ties.
+func NewPrefixCache(cfg PrefixCacheConfig, rng *rand.Rand) (*PrefixCache, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("router: prefix-cache: %w", err)
+	}
+	tok, err := tokenize.New(cfg.Tokenizer)
+	if err != nil {
+		return nil, fmt.Errorf("router: prefix-cache: %w", err)
+	}
+	if cfg.BlockSize == 0 {
+		cfg.BlockSize = 128
+		if cfg.Tokenizer == "tiktoken" {
+			cfg.BlockSize = 16
+		}
+	}
+	store, err := prefix.NewBlockStore(cfg.BlockNumber)
+	if err != nil {
+		return nil, fmt.Errorf("router: prefix-cache: %w", err)
+	}
+	return &PrefixCache{cfg: cfg, tok: tok, rng: rng, ids: newInterner(), store: store}, nil
+}
+
+// Name returns "prefix-cache".
+func (*PrefixCache) Name() string { return "prefix-cache" }
+
+// Pick applies the imbalance gate, the prefix match and the load filter.
+func (p *PrefixCache) Pick(req *Request, s *Snapshot) (Decision, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	if p.cand, err = Eligible(p.cand, req, s); err != nil {
+		return Decision{}, err
+	}
+	reason := ReasonNoMatch
+	p.pool = p.imbalanceFilter(s)
+	if len(p.pool) < len(p.cand) {
+		reason = ReasonImbalance
+	}
+	hashes, err := p.hashes(req)
+	if err != nil {
+		return Decision{}, fmt.Errorf("router: prefix-cache: %w", err)
+	}
+	if i, ok := p.bestMatch(s, hashes); ok {
+		if reason != ReasonImbalance {
+			reason = ReasonPrefixMatch
+		}
+		return Decision{Index: i, Reason: reason}, nil
+	}
+	if len(p.matched) > 0 && reason != ReasonImbalance {
+		reason = ReasonLoadFiltered
+	}
+	i := pickMin(p.rng, p.cand, func(i int) float64 { return float64(s.Endpoints[i].InFlight) })
+	return Decision{Index: i, Reason: reason}, nil
+}
+
+// imbalanceFilter returns the candidates, or only the least-running ones when the spread
+// between the most and least running exceeds ImbalanceAbsCount.
+func (p *PrefixCache) imbalanceFilter(s *Snapshot) []int {
+	lo, hi := math.MaxInt, math.MinInt
+	for _, i := range p.cand {
+		lo, hi = min(lo, s.Endpoints[i].InFlight), max(hi, s.Endpoints[i].InFlight)
+	}
+	pool := append(p.pool[:0], p.cand...)
+	if hi-lo <= p.cfg.ImbalanceAbsCount {
+		return pool
+	}
+	pool = pool[:0]
+	for _, i := range p.cand {
+		if s.Endpoints[i].InFlight == lo {
+			pool = append(pool, i)
+		}
+	}
+	return pool
+}
+
+// bestMatch returns the best matched pool endpoint that passes the load filter.
+func (p *PrefixCache) bestMatch(s *Snapshot, hashes []uint64) (int, bool) {
+	p.matched = p.matched[:0]
+	if len(hashes) == 0 {
+		return 0, false
+	}
+	for _, i := range p.pool {
+		p.ids.id(s.Endpoints[i].ID)
+	}
+	n := p.ids.size()
+	p.mask, p.blocks = resize(p.mask, n), resize(p.blocks, n)
+	clear(p.mask)
+	clear(p.blocks)
+	for _, i := range p.pool {
+		p.mask[p.ids.id(s.Endpoints[i].ID)] = true
+	}
+	p.store.Match(hashes, p.mask, p.blocks)
+	for _, i := range p.pool {
+		if b := p.blocks[p.ids.id(s.Endpoints[i].ID)]; b > 0 {
+			p.matched = append(p.matched, matchedEndpoint{i, b * 100 / len(hashes), s.Endpoints[i].InFlight})
+		}
+	}
+	if len(p.matched) == 0 {
+		return 0, false
+	}
+	p.rng.Shuffle(len(p.matched), func(a, b int) { p.matched[a], p.matched[b] = p.matched[b], p.matched[a] })
+	slices.SortStableFunc(p.matched, func(a, b matchedEndpoint) int {
+		if a.pct != b.pct {
+			return b.pct - a.pct
+		}
+		return a.running - b.running
+	})
+	mean, sd := meanStd(s, p.cand)
+	for _, m := range p.matched {
+		if float64(m.running) <= mean+p.cfg.StdDevFactor*sd {
+			return m.index, true
+		}
+	}
+	return 0, false
+}
+
+// meanStd returns the mean and population standard deviation of in-flight counts over cand.
+func meanStd(s *Snapshot, cand []int) (mean, sd float64) {
+	for _, i := range cand {
+		mean += float64(s.Endpoints[i].InFlight)
+	}
+	mean /= float64(len(cand))
+	for _, i := range cand {
+		d := float64(s.Endpoints[i].InFlight) - mean
+		sd += d * d
+	}
+	return mean, math.Sqrt(sd / float64(len(cand)))
+}
+
+// hashes returns the request's chained block hashes, reusing the last computation when Pick
+// and Routed see the same request.
+func (p *PrefixCache) hashes(req *Request) ([]uint64, error) {
+	return p.memo.get(req, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
+		var err error
+		buf = buf[:0]
+		if p.cfg.Tokenizer == "tiktoken" && req.Tokens != nil {
+			buf = tokenize.AppendTokenBytes(buf, req.Tokens)
+		} else if buf, err = p.tok.AppendBytes(buf, req.Prompt); err != nil {
+			return dst, buf, err
+		}
+		return prefix.ChainHash(dst[:0], prefix.Seed(req.Model, req.Adapter), buf, p.cfg.BlockSize, 0, false), buf, nil
+	})
+}
+
+// Routed records that endpoint holds the request's whole prompt, and runs the TTL sweep when due.
+func (p *PrefixCache) Routed(req *Request, endpoint string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hashes, err := p.hashes(req)
+	if err != nil || len(hashes) == 0 {
+		return
+	}
+	p.store.Add(hashes, p.ids.id(endpoint), now)
+	if now.Sub(p.swept) >= p.cfg.EvictionInterval.D() {
+		p.store.EvictExpired(now, p.cfg.EvictionTTL.D())
+		p.swept = now
+	}
+}
+
+// Finished does nothing: the table forgets through LRU and TTL, as AIBrix's does.
+func (*PrefixCache) Finished(*Request, string, Usage, time.Time) {}
+
+// Removed drops the endpoint from the table.
+func (p *PrefixCache) Removed(endpoint string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id, ok := p.ids.lookup(endpoint); ok {
+		p.store.RemoveEndpoint(id)
+	}
+}
+
+// hashMemo remembers the hashes of the last request seen, so the Pick and Routed of one
+// decision hash the prompt once. Callers hold the policy's lock.
+type hashMemo struct {
+	req    *Request
+	id, prompt string
+	hashes []uint64
+	buf    []byte
+}
+
+func (m *hashMemo) get(req *Request, compute func(dst []uint64, buf []byte) ([]uint64, []byte, error)) ([]uint64, error) {
+	if m.req == req && m.id == req.ID && m.prompt == req.Prompt {
+		return m.hashes, nil
+	}
+	h, buf, err := compute(m.hashes, m.buf)
+	m.buf = buf
+	if err != nil {
+		m.req = nil
+		return nil, err
+	}
+	m.req, m.id, m.prompt, m.hashes = req, req.ID, req.Prompt, h
+	return h, nil
+}

@@ -1,0 +1,237 @@
+package router
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"kvroute/router/prefix"
+)
+
+// PrefixTreeConfig configures prefix-tree, Ray Serve's PrefixCacheAffinityRouter (seed 002;
+// routers.md §6). ImbalancedThreshold is the earlier shipped default, 10 (Ray now ships ∞).
+type PrefixTreeConfig struct {
+	// ImbalancedThreshold: when the largest minus the smallest queue exceeds it, power of two.
+	ImbalancedThreshold int `json:"imbalanced_threshold"`
+	// MatchRateThreshold: a match below this fraction of the prompt goes to the replicas with
+	// the smallest trees instead (0.1).
+	MatchRateThreshold float64 `json:"match_rate_threshold"`
+	// DoEviction enables trimming each replica's tree (false, as in Ray).
+	DoEviction bool `json:"do_eviction"`
+	// EvictionThresholdChars and EvictionTargetChars: a replica holding more than the
+	// threshold is trimmed, least recently used first, to the target (400,000 → 360,000).
+	EvictionThresholdChars int `json:"eviction_threshold_chars"`
+	EvictionTargetChars    int `json:"eviction_target_chars"`
+	// EvictionInterval is how often eviction runs, in snapshot time (10 seconds).
+	EvictionInterval Duration `json:"eviction_interval"`
+}
+
+// DefaultPrefixTreeConfig returns Ray's defaults, with the imbalance threshold of 10.
+func DefaultPrefixTreeConfig() PrefixTreeConfig {
+	return PrefixTreeConfig{
+		ImbalancedThreshold: 10, MatchRateThreshold: 0.1,
+		EvictionThresholdChars: 400000, EvictionTargetChars: 360000, EvictionInterval: Duration(10 * time.Second),
+	}
+}
+
+// Validate checks ranges and that the eviction target is below the threshold.
+func (c PrefixTreeConfig) Validate() error {
+	var errs []error
+	if c.ImbalancedThreshold < 0 {
+		errs = append(errs, fmt.Errorf("imbalanced_threshold %d: want >= 0", c.ImbalancedThreshold))
+	}
+	if !(c.MatchRateThreshold >= 0 && c.MatchRateThreshold <= 1) {
+		errs = append(errs, fmt.Errorf("match_rate_threshold %v: want 0..1", c.MatchRateThreshold))
+	}
+	if c.EvictionTargetChars < 0 || c.EvictionThresholdChars < c.EvictionTargetChars {
+		errs = append(errs, fmt.Errorf("eviction_target_chars %d, eviction_threshold_chars %d: want 0 <= target <= threshold",
+			c.EvictionTargetChars, c.EvictionThresholdChars))
+	}
+	if c.EvictionInterval <= 0 {
+		errs = append(errs, fmt.Errorf("eviction_interval %v: want > 0", c.EvictionInterval.D()))
+	}
+	return errors.Join(errs...)
+}
+
+// PrefixTree is Ray Serve's prefix-cache affinity router over a character radix tree of the
+// prompts sent to each replica (one tree per model). A replica's queue is the larger of the
+// router's in-flight count and the scraped running+waiting count. Per decision:
+//  1. no prompt, or queue spread > ImbalancedThreshold: power of two choices;
+//  2. otherwise match the prompt: a match rate ≥ MatchRateThreshold keeps the replicas tied
+//     on the longest match, a lower one keeps the replicas with the smallest trees;
+//  3. the kept replica with the smallest queue wins, random among ties.
+//
+// Routed inserts the prompt for the chosen replica.
+type PrefixTree struct {
+	cfg    PrefixTreeConfig
+	mu     sync.Mutex
+	rng    *rand.Rand
+	trees  treeSet
+	cand   []int
+	pool   []int
+	allow  []bool
+	holder []int32
+}
+
+var (
+	_ Policy   = (*PrefixTree)(nil)
+	_ Observer = (*PrefixTree)(nil)
+)
+
+// NewPrefixTree returns a Ray-style prefix-tree policy; rng drives power of two and ties.
+func NewPrefixTree(cfg PrefixTreeConfig, rng *rand.Rand) (*PrefixTree, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("router: prefix-tree: %w", err)
+	}
+	return &PrefixTree{cfg: cfg, rng: rng, trees: newTreeSet()}, nil
+}
+
+// Name returns "prefix-tree".
+func (*PrefixTree) Name() string { return "prefix-tree" }
+
+// queueLen is a Ray replica's queue as best known: the router's own count or the scrape.
+func queueLen(e *EndpointState) int { return max(e.InFlight, e.Running+e.Waiting) }
+
+// Pick applies Ray's three tiers.
+func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var err error
+	if p.cand, err = Eligible(p.cand, req, s); err != nil {
+		return Decision{}, err
+	}
+	if req.Prompt == "" {
+		return p.powerOfTwo(s, ReasonNoPrompt), nil
+	}
+	lo, hi := math.MaxInt, math.MinInt
+	for _, i := range p.cand {
+		q := queueLen(&s.Endpoints[i])
+		lo, hi = min(lo, q), max(hi, q)
+	}
+	if hi-lo > p.cfg.ImbalancedThreshold {
+		return p.powerOfTwo(s, ReasonImbalance), nil
+	}
+	tree := p.trees.get(req.Model)
+	p.allow = p.trees.allowMask(p.allow, s, p.cand)
+	matched, holders := tree.Match(req.Prompt, p.allow, p.holder[:0])
+	reason := ReasonPrefixMatch
+	if float64(matched)/float64(len(req.Prompt)) < p.cfg.MatchRateThreshold {
+		reason = ReasonLowMatch
+		holders = tree.SmallestTenants(p.allow, holders[:0])
+	}
+	p.holder = holders
+	p.pool = p.trees.endpoints(p.pool[:0], s, p.cand, holders)
+	if len(p.pool) == 0 { // cannot happen: holders are allowed, hence eligible
+		p.pool = append(p.pool, p.cand...)
+	}
+	i := pickMin(p.rng, p.pool, func(i int) float64 { return float64(queueLen(&s.Endpoints[i])) })
+	return Decision{Index: i, Reason: reason}, nil
+}
+
+// powerOfTwo compares two random candidates on their queues.
+func (p *PrefixTree) powerOfTwo(s *Snapshot, reason string) Decision {
+	if len(p.cand) == 1 {
+		return Decision{Index: p.cand[0], Reason: reason}
+	}
+	a := p.rng.IntN(len(p.cand))
+	b := p.rng.IntN(len(p.cand) - 1)
+	if b >= a {
+		b++
+	}
+	i, j := p.cand[a], p.cand[b]
+	if queueLen(&s.Endpoints[j]) < queueLen(&s.Endpoints[i]) {
+		i = j
+	}
+	return Decision{Index: i, Reason: reason}
+}
+
+// Routed inserts the prompt into the chosen replica's tree and runs eviction when due.
+func (p *PrefixTree) Routed(req *Request, endpoint string, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if req.Prompt != "" {
+		p.trees.get(req.Model).Insert(req.Prompt, p.trees.ids.id(endpoint), now.UnixNano())
+	}
+	if p.cfg.DoEviction && now.Sub(p.trees.evicted) >= p.cfg.EvictionInterval.D() {
+		p.trees.evict(p.cfg.EvictionThresholdChars, p.cfg.EvictionTargetChars)
+		p.trees.evicted = now
+	}
+}
+
+// Finished does nothing: Ray inserts prompts only.
+func (*PrefixTree) Finished(*Request, string, Usage, time.Time) {}
+
+// Removed drops the replica from every tree.
+func (p *PrefixTree) Removed(endpoint string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.trees.remove(endpoint)
+}
+
+// treeSet is one radix tree per model, with tenants interned across them.
+type treeSet struct {
+	ids     interner
+	byModel map[string]*prefix.Tree
+	evicted time.Time
+}
+
+func newTreeSet() treeSet { return treeSet{ids: newInterner(), byModel: make(map[string]*prefix.Tree)} }
+
+func (t *treeSet) get(model string) *prefix.Tree {
+	tr := t.byModel[model]
+	if tr == nil {
+		tr = prefix.NewTree()
+		t.byModel[model] = tr
+	}
+	return tr
+}
+
+// allowMask marks the tenant ids of the candidates.
+func (t *treeSet) allowMask(mask []bool, s *Snapshot, cand []int) []bool {
+	for _, i := range cand {
+		t.ids.id(s.Endpoints[i].ID)
+	}
+	mask = resize(mask, t.ids.size())
+	clear(mask)
+	for _, i := range cand {
+		mask[t.ids.id(s.Endpoints[i].ID)] = true
+	}
+	return mask
+}
+
+// endpoints appends the candidates whose tenant id is in ids (ascending).
+func (t *treeSet) endpoints(dst []int, s *Snapshot, cand []int, ids []int32) []int {
+	for _, i := range cand {
+		id := t.ids.id(s.Endpoints[i].ID)
+		for _, h := range ids {
+			if h == id {
+				dst = append(dst, i)
+				break
+			}
+		}
+	}
+	return dst
+}
+
+// evict trims every tenant above threshold down to target, in every tree, models in order.
+func (t *treeSet) evict(threshold, target int) {
+	for _, model := range sortedKeys(t.byModel) {
+		tr := t.byModel[model]
+		for id := range int32(t.ids.size()) {
+			if tr.TenantSize(id) > threshold {
+				tr.EvictTenant(id, target)
+			}
+		}
+	}
+}
+
+func (t *treeSet) remove(endpoint string) {
+	if id, ok := t.ids.lookup(endpoint); ok {
+		for _, model := range sortedKeys(t.byModel) {
+			t.byModel[model].RemoveTenant(id)
+		}
+	}
+}

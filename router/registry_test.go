@@ -1,0 +1,65 @@
+package router_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"kvroute/router"
+)
+
+func TestRegistryRejectsDuplicates(t *testing.T) {
+	reg := router.NewRegistry()
+	f := func(map[string]any, *rand.Rand) (router.Policy, error) { return nil, nil }
+	if err := reg.Register("x", f); err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Register("x", f); !errors.Is(err, router.ErrDuplicatePolicy) {
+		t.Fatalf("second Register: err = %v, want ErrDuplicatePolicy", err)
+	}
+}
+
+func TestRegistryNew(t *testing.T) {
+	reg := router.Builtin()
+	cases := []struct {
+		name    string
+		policy  string
+		params  map[string]any
+		wantErr string
+	}{
+		{"defaults", "chwbl", nil, ""},
+		{"override", "chwbl", map[string]any{"load_factor": 2.0}, ""},
+		{"unknown policy", "no-such-policy", nil, "unknown policy"},
+		{"unknown field", "chwbl", map[string]any{"load_facter": 2.0}, `unknown field "load_facter"`},
+		{"wrong type", "chwbl", map[string]any{"load_factor": "high"}, "load_factor"},
+		{"invalid value", "chwbl", map[string]any{"load_factor": 0.5}, "load_factor 0.5"},
+		{"duration string", "vtc-basic", map[string]any{"window": "10m"}, ""},
+		{"bad duration", "vtc-basic", map[string]any{"window": "ten"}, "duration"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := reg.New(tc.policy, tc.params, 1)
+			if tc.wantErr == "" {
+				if err != nil || p == nil || p.Name() != tc.policy {
+					t.Fatalf("New(%s) = %v, %v", tc.policy, p, err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("New(%s, %v): err = %v, want it to mention %q", tc.policy, tc.params, err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestBuiltinNames(t *testing.T) {
+	want := []string{
+		"cache-aware", "chwbl", "least-kv-cache", "least-request", "power-of-two", "prefix-cache",
+		"prefix-score", "prefix-tree", "random", "round-robin", "session-affinity", "vtc-basic",
+	}
+	got := router.Builtin().Names()
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("Builtin().Names() = %v, want %v", got, want)
+	}
+}

@@ -1,0 +1,109 @@
+package router
+
+import "time"
+
+// Message is one chat message of a request, kept so that policies keyed on the conversation's
+// structure (CHWBL's system prompt plus first user messages) can see it.
+type Message struct {
+	// Role is "system", "user", "assistant" or "tool".
+	Role string
+	// Content is the message text.
+	Content string
+}
+
+// Request is what a policy knows about one inference request.
+type Request struct {
+	// ID identifies the request; Observer callbacks use it to pair Routed with Finished.
+	ID string
+	// Model is the model name the client asked for; Adapter is the LoRA adapter, if any.
+	Model, Adapter string
+	// Tenant is the client the request is billed to, for fairness policies; may be empty.
+	Tenant string
+	// SessionKey groups the turns of one conversation, for affinity policies; may be empty.
+	SessionKey string
+	// Prompt is what the client sent, flattened: for chat, the message contents joined by a
+	// single space with no roles or template (as AIBrix and SGLang flatten them).
+	Prompt string
+	// Messages are the chat messages, when the request was a chat request; nil otherwise.
+	Messages []Message
+	// Tokens are the prompt's token ids when the caller already has them; nil otherwise.
+	// Token-based policies use them instead of tokenizing Prompt.
+	Tokens []int32
+	// InputTokens is the prompt length in tokens (0 when unknown).
+	InputTokens int
+	// MaxOutputTokens is the requested output length in tokens (0 when unknown).
+	MaxOutputTokens int
+}
+
+// EndpointState is the router's view of one endpoint (one model server replica).
+type EndpointState struct {
+	// ID names the endpoint uniquely within the pool (a URL or a replica name).
+	ID string
+	// Ready reports whether the endpoint may receive requests.
+	Ready bool
+	// Models lists the models and adapters the endpoint serves; empty means it serves any model.
+	Models []string
+	// Running and Waiting are vllm:num_requests_running and vllm:num_requests_waiting as last
+	// scraped, at UpdatedAt.
+	Running, Waiting int
+	// KVUsage is vllm:kv_cache_usage_perc as last scraped: the fraction of KV blocks in use, 0..1.
+	KVUsage float64
+	// InFlight is the router's own count of requests it sent to the endpoint that have not
+	// finished; InFlightTokens is the sum of their prompt plus requested output tokens. Both are
+	// updated synchronously at decision time, so they are never stale.
+	InFlight, InFlightTokens int
+	// NumGPUBlocks is the endpoint's KV capacity in blocks (vllm:cache_config_info
+	// num_gpu_blocks); 0 when unknown.
+	NumGPUBlocks int
+	// UpdatedAt is when the scraped fields were read; staleness is part of the view.
+	UpdatedAt time.Time
+}
+
+// Snapshot is one consistent view of the pool for one decision.
+type Snapshot struct {
+	// Now is the current time: virtual in the simulator, wall clock in the proxy.
+	Now time.Time
+	// Endpoints is the pool, in a stable order; Decision.Index points into it.
+	Endpoints []EndpointState
+}
+
+// Decision is a policy's choice.
+type Decision struct {
+	// Index is the chosen endpoint's position in Snapshot.Endpoints.
+	Index int
+	// Reason names the branch of the algorithm that made the choice (see the Reason constants),
+	// for metrics and reports.
+	Reason string
+}
+
+// Usage is what a finished request consumed, as the model server reported it.
+type Usage struct {
+	// PromptTokens is the prompt length in tokens.
+	PromptTokens int
+	// CachedTokens is the part of the prompt served from the prefix cache.
+	CachedTokens int
+	// CompletionTokens is the number of generated tokens.
+	CompletionTokens int
+}
+
+// Policy chooses an endpoint for a request. Implementations are safe for concurrent use and,
+// for a given seed and the same sequence of calls, deterministic. Pick does not modify the
+// snapshot and does not record the decision: the caller reports it through Observer.Routed.
+type Policy interface {
+	// Name returns the registry name of the policy.
+	Name() string
+	// Pick returns the chosen endpoint, or an error wrapping ErrNoEndpoint when no endpoint
+	// of the snapshot is ready and serves the request's model.
+	Pick(req *Request, s *Snapshot) (Decision, error)
+}
+
+// Observer is implemented by policies that learn from their own decisions.
+type Observer interface {
+	// Routed reports that req was sent to endpoint at now.
+	Routed(req *Request, endpoint string, now time.Time)
+	// Finished reports that req ended on endpoint with usage u. It is idempotent: a second
+	// call for the same request ID, or one for a request never routed, has no effect.
+	Finished(req *Request, endpoint string, u Usage, now time.Time)
+	// Removed reports that endpoint left the pool; state kept for it is dropped.
+	Removed(endpoint string)
+}
