@@ -274,10 +274,10 @@ func (p *PrefixCache) Removed(endpoint string) {
 // hashMemo remembers the hashes of the last request seen, so the Pick and Routed of one
 // decision hash the prompt once. Callers hold the policy's lock.
 type hashMemo struct {
-	req    *Request
+	req        *Request
 	id, prompt string
-	hashes []uint64
-	buf    []byte
+	hashes     []uint64
+	buf        []byte
 }
 
 func (m *hashMemo) get(req *Request, compute func(dst []uint64, buf []byte) ([]uint64, []byte, error)) ([]uint64, error) {

@@ -92,10 +92,6 @@ func builtins() []builtin {
 		{"prefix-tree", factoryOf(DefaultPrefixTreeConfig, NewPrefixTree)},
 		{"prefix-score", factoryOf(DefaultPrefixScoreConfig, NewPrefixScore)},
 		{"cache-aware", factoryOf(DefaultCacheAwareConfig, NewCacheAware)},
-		
-		
-		
-		
 		{"chwbl", factoryOf(DefaultCHWBLConfig, NewCHWBL)},
 		{"vtc-basic", factoryOf(DefaultVTCConfig, NewVTC)},
 	}
