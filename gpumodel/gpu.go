@@ -1,0 +1,216 @@
+package gpumodel
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// GiB is one gibibyte (2^30 bytes), the unit vLLM uses when it logs memory.
+const GiB = 1 << 30
+
+// GPU describes one accelerator: its peak numbers and the fraction of them a
+// vLLM replica actually reaches. All quantities are per GPU and in SI units.
+type GPU struct {
+	// Name is the canonical catalog name, such as "H100-SXM-80GB".
+	Name string
+	// Aliases are other names LookupGPU accepts, compared case-insensitively.
+	Aliases []string
+	// PeakFLOPS is the dense (no sparsity) BF16 tensor-core peak in FLOP/s.
+	PeakFLOPS float64
+	// MemoryBytes is the device memory CUDA reports as total, in bytes. vLLM
+	// multiplies this (its logged total_gpu_memory) by gpu_memory_utilization,
+	// so it is a little below the marketed capacity.
+	MemoryBytes int64
+	// MemoryBandwidth is the peak device-memory (HBM or GDDR) bandwidth in bytes/s.
+	MemoryBandwidth float64
+	// LinkBandwidth is the per-direction bandwidth in bytes/s of the link that
+	// carries tensor-parallel all-reduce (NVLink, or PCIe where there is none).
+	LinkBandwidth float64
+	// LinkLatency is the fixed cost of one small tensor-parallel all-reduce.
+	LinkLatency time.Duration
+	// Efficiency holds the fractions of the peaks a replica reaches.
+	Efficiency Efficiency
+}
+
+// Efficiency holds the fractions (each in (0, 1]) of a GPU's peak numbers that
+// the step-time model assumes. They are per GPU and may be overridden.
+type Efficiency struct {
+	// PrefillMFU is the fraction of PeakFLOPS reached by prefill work, whose
+	// matrix multiplies are compute-bound and overlap the weight stream.
+	PrefillMFU float64 `json:"prefill_mfu" yaml:"prefill_mfu"`
+	// DecodeMFU is the fraction of PeakFLOPS reached by the math of decode
+	// tokens; small-batch matrix multiplies do not hide it behind the weight
+	// stream, so it is added to the memory time (see StepTime).
+	DecodeMFU float64 `json:"decode_mfu" yaml:"decode_mfu"`
+	// Memory is the fraction of MemoryBandwidth reached when streaming
+	// weights and KV cache.
+	Memory float64 `json:"memory" yaml:"memory"`
+	// Link is the fraction of LinkBandwidth reached by all-reduce transfers.
+	Link float64 `json:"link" yaml:"link"`
+}
+
+// Validate reports every problem with e, joined, or nil when each fraction
+// lies in (0, 1].
+func (e Efficiency) Validate() error {
+	var errs []error
+	check := func(name string, v float64) {
+		if !(v > 0 && v <= 1) { // also rejects NaN
+			errs = append(errs, fmt.Errorf("gpumodel: efficiency %s must be in (0, 1], got %v", name, v))
+		}
+	}
+	check("prefill_mfu", e.PrefillMFU)
+	check("decode_mfu", e.DecodeMFU)
+	check("memory", e.Memory)
+	check("link", e.Link)
+	return errors.Join(errs...)
+}
+
+// Validate reports every problem with g, joined, or nil when g is usable.
+func (g GPU) Validate() error {
+	var errs []error
+	if g.Name == "" {
+		errs = append(errs, errors.New("gpumodel: gpu name is empty"))
+	}
+	pos := func(name string, v float64) {
+		if !(v > 0) || math.IsInf(v, 0) {
+			errs = append(errs, fmt.Errorf("gpumodel: gpu %q: %s must be positive and finite, got %v", g.Name, name, v))
+		}
+	}
+	pos("peak FLOP/s", g.PeakFLOPS)
+	pos("memory bytes", float64(g.MemoryBytes))
+	pos("memory bandwidth", g.MemoryBandwidth)
+	pos("link bandwidth", g.LinkBandwidth)
+	if g.LinkLatency < 0 {
+		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: link latency must not be negative, got %v", g.Name, g.LinkLatency))
+	}
+	if err := g.Efficiency.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: %w", g.Name, err))
+	}
+	return errors.Join(errs...)
+}
+
+// Sources for the presets below (full citations in ../shared/reference/simulators.md §6.1):
+//   - Peak BF16 dense FLOP/s, HBM size and bandwidth: NVIDIA datasheets as collected at
+//     https://glennklockwood.com/garden/processors/A100 and .../h100, BLIS (inference-sim)
+//     hardware_config.json, and https://itkb.uw.cz/2026/06/nvidia-h200-vs-b300-precisions-cores.html
+//     for H200. L40S: BLIS hardware_config.json (362.05 TFLOPS, 0.864 TB/s). L4: NVIDIA
+//     spec sheet as used in shared/reference/published-scenarios.md §3 (121 TFLOPS, 0.30 TB/s).
+//   - MemoryBytes: CUDA-visible totals as vLLM logs them ("total_gpu_memory (79.15GiB)",
+//     "(39.49GiB)", "(139.81GiB)", "(44.39GiB)", "(22.06GiB)" in public vLLM logs; 80 GB
+//     parts log 79.1–79.2 GiB, e.g. 79.22 GiB in vllm-project/vllm PR #10511).
+//   - Links: NVLink 3 (A100) 600 GB/s and NVLink 4 (H100/H200) 900 GB/s total, i.e. 300 and
+//     450 GB/s per direction; L40S and L4 have no NVLink and use PCIe Gen4 x16 (32 GB/s per
+//     direction). LinkLatency is a small-message all-reduce cost.
+//   - Efficiency: calibrated in calibration_test.go against testdata/calibration.json
+//     (A100, H100). H200 reuses H100's (same compute die); L40S and L4 are uncalibrated
+//     Ada priors. See README.md.
+
+// ampereEfficiency is calibrated on A100 (Splitwise, Vidur and vLLM measurements).
+func ampereEfficiency() Efficiency {
+	return Efficiency{PrefillMFU: 0.63, DecodeMFU: 0.33, Memory: 0.80, Link: 0.80}
+}
+
+// hopperEfficiency is calibrated on H100 (Splitwise and vLLM measurements).
+func hopperEfficiency() Efficiency {
+	return Efficiency{PrefillMFU: 0.50, DecodeMFU: 0.28, Memory: 0.85, Link: 0.80}
+}
+
+// adaEfficiency is an uncalibrated prior for Ada (L40S, L4) parts.
+func adaEfficiency() Efficiency {
+	return Efficiency{PrefillMFU: 0.45, DecodeMFU: 0.25, Memory: 0.80, Link: 0.70}
+}
+
+// A100SXM40GB returns the NVIDIA A100 SXM4 40 GB: 312 TFLOP/s BF16, 40 GB HBM2 at
+// 1.555 TB/s, NVLink 3.
+func A100SXM40GB() GPU {
+	return GPU{
+		Name:            "A100-40GB-SXM",
+		Aliases:         []string{"a100-40gb", "a100-sxm4-40gb", "a100-40"},
+		PeakFLOPS:       312e12,
+		MemoryBytes:     gib(39.49),
+		MemoryBandwidth: 1.555e12,
+		LinkBandwidth:   300e9,
+		LinkLatency:     20 * time.Microsecond,
+		Efficiency:      ampereEfficiency(),
+	}
+}
+
+// A100SXM80GB returns the NVIDIA A100 SXM4 80 GB: 312 TFLOP/s BF16, 80 GB HBM2e at
+// 2.039 TB/s, NVLink 3.
+func A100SXM80GB() GPU {
+	return GPU{
+		Name:            "A100-80GB-SXM",
+		Aliases:         []string{"a100-80gb", "a100", "a100-sxm4-80gb", "a100-80"},
+		PeakFLOPS:       312e12,
+		MemoryBytes:     gib(79.15),
+		MemoryBandwidth: 2.039e12,
+		LinkBandwidth:   300e9,
+		LinkLatency:     20 * time.Microsecond,
+		Efficiency:      ampereEfficiency(),
+	}
+}
+
+// H100SXM80GB returns the NVIDIA H100 SXM5 80 GB: 989.4 TFLOP/s BF16, 80 GB HBM3 at
+// 3.35 TB/s, NVLink 4.
+func H100SXM80GB() GPU {
+	return GPU{
+		Name:            "H100-SXM-80GB",
+		Aliases:         []string{"h100", "h100-80gb", "h100-sxm", "h100-sxm5-80gb"},
+		PeakFLOPS:       989.4e12,
+		MemoryBytes:     gib(79.22),
+		MemoryBandwidth: 3.35e12,
+		LinkBandwidth:   450e9,
+		LinkLatency:     20 * time.Microsecond,
+		Efficiency:      hopperEfficiency(),
+	}
+}
+
+// H200SXM141GB returns the NVIDIA H200 SXM 141 GB: the H100 compute die (≈989 TFLOP/s
+// BF16) with 141 GB HBM3e at 4.8 TB/s, NVLink 4.
+func H200SXM141GB() GPU {
+	return GPU{
+		Name:            "H200-SXM-141GB",
+		Aliases:         []string{"h200", "h200-sxm", "h200-141gb"},
+		PeakFLOPS:       989.4e12,
+		MemoryBytes:     gib(139.81),
+		MemoryBandwidth: 4.8e12,
+		LinkBandwidth:   450e9,
+		LinkLatency:     20 * time.Microsecond,
+		Efficiency:      hopperEfficiency(),
+	}
+}
+
+// L40S returns the NVIDIA L40S: 362 TFLOP/s BF16, 48 GB GDDR6 at 0.864 TB/s, PCIe Gen4.
+func L40S() GPU {
+	return GPU{
+		Name:            "L40S",
+		Aliases:         []string{"l40s-48gb"},
+		PeakFLOPS:       362.05e12,
+		MemoryBytes:     gib(44.39),
+		MemoryBandwidth: 0.864e12,
+		LinkBandwidth:   32e9,
+		LinkLatency:     30 * time.Microsecond,
+		Efficiency:      adaEfficiency(),
+	}
+}
+
+// L4 returns the NVIDIA L4: 121 TFLOP/s BF16, 24 GB GDDR6 at 0.30 TB/s, PCIe Gen4.
+func L4() GPU {
+	return GPU{
+		Name:            "L4",
+		Aliases:         []string{"l4-24gb"},
+		PeakFLOPS:       121e12,
+		MemoryBytes:     gib(22.06),
+		MemoryBandwidth: 0.300e12,
+		LinkBandwidth:   32e9,
+		LinkLatency:     30 * time.Microsecond,
+		Efficiency:      adaEfficiency(),
+	}
+}
+
+// gib converts a size in GiB (as vLLM logs it) to bytes, rounded to the nearest MiB.
+func gib(v float64) int64 {
+	return int64(math.Round(v*1024)) << 20
+}

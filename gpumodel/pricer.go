@@ -1,0 +1,233 @@
+package gpumodel
+
+import (
+	"math"
+	"time"
+)
+
+// Pricer prices scheduler steps for one Deployment. NewPricer folds the
+// deployment into a few per-GPU constants, so StepTime is a handful of
+// multiply-adds: O(1), allocation-free and safe for concurrent use.
+//
+// The model, per GPU of the tensor-parallel group:
+//
+//	prefill FLOPs = 2·W·Tₚ + 4·L·(H/TP)·d·pairs + 2·h·V/TP per chunk
+//	decode  FLOPs = (2·W + 2·h·V/TP)·B + 4·L·(H/TP)·d·(Σctx + B)
+//	bytes         = streamed weights + KV bytes/token · (cached context read + new tokens written)
+//	C = prefill FLOPs / (peak·PrefillMFU),  M = bytes / (BW·Memory)
+//	GPU time      = √(C² + M²) + decode FLOPs / (peak·DecodeMFU)
+//	step time     = GPU time + 2·L all-reduces (TP > 1) + overheads
+//
+// where W is the per-layer-summed matmul weights per GPU, Tₚ the prefill
+// tokens, B the decoding sequences, L layers, H heads, d head dim, h hidden,
+// V vocab. √(C² + M²) is a smooth roofline: it is max(C, M) far from the
+// ridge point and up to √2 × max(C, M) near it, where real kernels reach
+// neither peak (Vidur's A100 profile: a 128-token layer takes 1.45× the
+// sharp roofline). The math of decode tokens rides on memory-bound,
+// small-batch kernels and is not hidden behind the weight stream, which is
+// what makes measured decode steps grow with batch size (Splitwise: +19% from
+// batch 1 to 16 on A100). Since √(C² + M²) ≥ max(C, M) and each efficiency is
+// at most 1, StepTime is never below FLOPFloor or MemoryFloor.
+type Pricer struct {
+	linFLOPsPerToken float64 // 2 × layers × matmul params / TP
+	attnFLOPsPerPair float64 // 4 × layers × heads/TP × head dim
+	logitFLOPs       float64 // 2 × hidden × vocab / TP, per sampled row
+	weightBytes      float64 // weights streamed per step per GPU
+	kvBytesPerToken  float64 // per GPU
+	layerWeightBytes float64 // one layer's matmul weights per GPU
+	layerFLOPs       float64 // 2 × one layer's matmul params / TP, per token
+
+	invPeak, invBW    float64 // for the floors
+	secPerPrefillFLOP float64
+	secPerDecodeFLOP  float64
+	secPerByte        float64
+	arFixed           float64 // all-reduce latency per step, seconds
+	arPerToken        float64 // all-reduce transfer per token, seconds
+	overheadFixed     float64 // per step + per layer, seconds
+	overheadPerReq    float64 // seconds per chunk or sequence
+}
+
+// NewPricer validates d and returns its Pricer.
+func NewPricer(d Deployment) (*Pricer, error) {
+	if err := d.Validate(); err != nil {
+		return nil, err
+	}
+	m, g, e := d.Model, d.GPU, d.GPU.Efficiency
+	tp := float64(d.TP)
+	layers := float64(m.Layers)
+	matmul := float64(m.LayerMatmulParams()) / tp
+	streamed := m.Params // the input embedding is gathered, not streamed, unless tied
+	if !m.TiedEmbeddings {
+		streamed -= int64(m.Vocab) * int64(m.Hidden)
+	}
+	p := &Pricer{
+		linFLOPsPerToken: 2 * layers * matmul,
+		attnFLOPsPerPair: 4 * layers * float64(m.Heads) / tp * float64(m.HeadDim),
+		logitFLOPs:       2 * float64(m.Hidden) * float64(m.Vocab) / tp,
+		weightBytes:      float64(streamed) * float64(m.DTypeBytes) / tp,
+		kvBytesPerToken:  float64(d.KVBytesPerTokenPerGPU()),
+		layerWeightBytes: matmul * float64(m.DTypeBytes),
+		layerFLOPs:       2 * matmul,
+
+		invPeak:           1 / g.PeakFLOPS,
+		invBW:             1 / g.MemoryBandwidth,
+		secPerPrefillFLOP: 1 / (g.PeakFLOPS * e.PrefillMFU),
+		secPerDecodeFLOP:  1 / (g.PeakFLOPS * e.DecodeMFU),
+		secPerByte:        1 / (g.MemoryBandwidth * e.Memory),
+		overheadFixed:     d.Overheads.PerStep.Seconds() + layers*d.Overheads.PerLayer.Seconds(),
+		overheadPerReq:    d.Overheads.PerRequest.Seconds(),
+	}
+	if d.TP > 1 {
+		// Two all-reduces per layer (after attention and after the MLP). A ring
+		// all-reduce moves 2·(TP−1)/TP of the tensor through each GPU's link.
+		allReduces := 2 * layers
+		p.arFixed = allReduces * g.LinkLatency.Seconds()
+		bytesPerToken := float64(m.Hidden*m.DTypeBytes) * 2 * (tp - 1) / tp
+		p.arPerToken = allReduces * bytesPerToken / (g.LinkBandwidth * e.Link)
+	}
+	return p, nil
+}
+
+// StepTime returns the wall-clock duration of one scheduler step of d holding s.
+// It builds a Pricer each call; hot loops should build one with NewPricer.
+func StepTime(d Deployment, s Step) (time.Duration, error) {
+	p, err := NewPricer(d)
+	if err != nil {
+		return 0, err
+	}
+	return p.StepTime(s), nil
+}
+
+// work holds the FLOPs and bytes of one step, per GPU.
+type work struct {
+	prefillFLOPs, decodeFLOPs, bytes, tokens, requests float64
+}
+
+func nonneg(v int64) float64 { return float64(max(v, 0)) }
+
+func (p *Pricer) work(s Step) work {
+	pf, dec := nonneg(s.PrefillTokens), nonneg(int64(s.DecodeSeqs))
+	chunks := nonneg(int64(s.PrefillChunks))
+	kvTokens := nonneg(s.PrefillContext) + nonneg(s.DecodeContext) + pf + dec // read + written
+	return work{
+		prefillFLOPs: p.linFLOPsPerToken*pf + p.attnFLOPsPerPair*nonneg(s.PrefillPairs) + p.logitFLOPs*chunks,
+		decodeFLOPs:  (p.linFLOPsPerToken+p.logitFLOPs)*dec + p.attnFLOPsPerPair*(nonneg(s.DecodeContext)+dec),
+		bytes:        p.weightBytes + p.kvBytesPerToken*kvTokens,
+		tokens:       pf + dec,
+		requests:     chunks + dec,
+	}
+}
+
+// parts returns, in seconds, the roofline GPU time, the all-reduce time and
+// the fixed overheads of s.
+func (p *Pricer) parts(w work) (compute, memory, decode, comm, overhead float64) {
+	compute = w.prefillFLOPs * p.secPerPrefillFLOP
+	memory = w.bytes * p.secPerByte
+	decode = w.decodeFLOPs * p.secPerDecodeFLOP
+	comm = p.arFixed + p.arPerToken*w.tokens
+	overhead = p.overheadFixed + p.overheadPerReq*w.requests
+	return compute, memory, decode, comm, overhead
+}
+
+// StepTime returns the duration of one step holding s, rounded up to the
+// nanosecond; an empty step (no tokens) takes 0.
+func (p *Pricer) StepTime(s Step) time.Duration {
+	w := p.work(s)
+	if w.tokens == 0 {
+		return 0
+	}
+	compute, memory, decode, comm, overhead := p.parts(w)
+	return ceilDuration(roofline(compute, memory) + decode + comm + overhead)
+}
+
+// Breakdown is a priced step split into its terms, for reports and tests.
+type Breakdown struct {
+	// PrefillCompute is prefill FLOPs / (peak × PrefillMFU).
+	PrefillCompute time.Duration
+	// Memory is streamed bytes / (bandwidth × Memory efficiency).
+	Memory time.Duration
+	// DecodeCompute is decode FLOPs / (peak × DecodeMFU), added to the roofline.
+	DecodeCompute time.Duration
+	// Comm is the tensor-parallel all-reduce time (0 at TP 1).
+	Comm time.Duration
+	// Overhead is the fixed per-step, per-layer and per-request cost.
+	Overhead time.Duration
+	// Total equals StepTime.
+	Total time.Duration
+	// FLOPs is the step's floating-point work per GPU.
+	FLOPs float64
+	// Bytes is the step's device-memory traffic per GPU.
+	Bytes float64
+}
+
+// Breakdown returns the terms StepTime adds up for s.
+func (p *Pricer) Breakdown(s Step) Breakdown {
+	w := p.work(s)
+	if w.tokens == 0 {
+		return Breakdown{}
+	}
+	compute, memory, decode, comm, overhead := p.parts(w)
+	return Breakdown{
+		PrefillCompute: ceilDuration(compute),
+		Memory:         ceilDuration(memory),
+		DecodeCompute:  ceilDuration(decode),
+		Comm:           ceilDuration(comm),
+		Overhead:       ceilDuration(overhead),
+		Total:          ceilDuration(roofline(compute, memory) + decode + comm + overhead),
+		FLOPs:          w.prefillFLOPs + w.decodeFLOPs,
+		Bytes:          w.bytes,
+	}
+}
+
+// FLOPFloor returns the time s would take if every FLOP ran at the GPU's peak:
+// no step can be faster. It is rounded down to the nanosecond.
+func (p *Pricer) FLOPFloor(s Step) time.Duration {
+	w := p.work(s)
+	if w.tokens == 0 {
+		return 0
+	}
+	return floorDuration((w.prefillFLOPs + w.decodeFLOPs) * p.invPeak)
+}
+
+// MemoryFloor returns the time s would take to move its weights and KV cache
+// (read and written) at the GPU's peak bandwidth: no step can be faster. It
+// is rounded down to the nanosecond.
+func (p *Pricer) MemoryFloor(s Step) time.Duration {
+	w := p.work(s)
+	if w.tokens == 0 {
+		return 0
+	}
+	return floorDuration(w.bytes * p.invBW)
+}
+
+// layerLinearSeconds returns the roofline time of one layer's matrix
+// multiplies over tokens prefill tokens, without attention, all-reduce or
+// overheads: the quantity per-operator profilers such as Vidur report.
+func (p *Pricer) layerLinearSeconds(tokens int) float64 {
+	compute := p.layerFLOPs * float64(tokens) * p.secPerPrefillFLOP
+	return roofline(compute, p.layerWeightBytes*p.secPerByte)
+}
+
+// roofline combines compute and memory time into a smooth roofline,
+// √(c² + m²), which is never below max(c, m). Both are finite and non-negative.
+func roofline(c, m float64) float64 {
+	return math.Sqrt(c*c + m*m)
+}
+
+// maxDuration is a number of seconds (about 285 years) safely below the
+// largest a time.Duration holds; longer results saturate.
+const maxDuration = 9e9
+
+func ceilDuration(sec float64) time.Duration {
+	if !(sec < maxDuration) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Ceil(sec * 1e9))
+}
+
+func floorDuration(sec float64) time.Duration {
+	if !(sec < maxDuration) {
+		return time.Duration(math.MaxInt64)
+	}
+	return time.Duration(math.Floor(sec * 1e9))
+}

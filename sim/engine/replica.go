@@ -1,0 +1,243 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"kvroute/gpumodel"
+	"kvroute/sim"
+)
+
+// Config configures a replica.
+type Config struct {
+	// Deployment gives the KV capacity, the batch limits and the step pricing.
+	Deployment gpumodel.Deployment
+	// NumBlocks overrides the KV capacity in blocks when > 0 (vLLM's num_gpu_blocks_override).
+	NumBlocks int
+	// StepTime overrides step pricing when not nil (tests use fixed step times).
+	StepTime func(gpumodel.Step) time.Duration
+	// Priority orders the replica's step events against other events at the same time.
+	Priority sim.Prio
+}
+
+// Hooks receive a replica's events. Nil hooks are skipped.
+type Hooks struct {
+	// FirstToken is called when a request emits its first output token.
+	FirstToken func(r *Request, at sim.Time)
+	// Done is called exactly once per submitted request, when it ends in any state.
+	Done func(Result)
+	// Step is called at the end of each step with its duration and its shape; every decoding
+	// sequence's inter-token latency for that token is the step's duration.
+	Step func(at sim.Time, d time.Duration, s gpumodel.Step)
+}
+
+// Metrics is what the replica's vLLM /metrics endpoint would show.
+type Metrics struct {
+	// Running and Waiting are vllm:num_requests_running and vllm:num_requests_waiting.
+	Running, Waiting int
+	// KVUsage is vllm:kv_cache_usage_perc: blocks in use over all blocks, 0..1.
+	KVUsage float64
+	// NumGPUBlocks and BlockSize are from vllm:cache_config_info.
+	NumGPUBlocks, BlockSize int
+	// PrefixQueries and PrefixHits are vllm:prefix_cache_queries_total and _hits_total, in
+	// tokens, counted when a request is admitted from the waiting queue.
+	PrefixQueries, PrefixHits int64
+	// Preemptions is vllm:num_preemptions_total.
+	Preemptions int64
+	// PromptTokens and GenerationTokens are vllm:prompt_tokens_total and
+	// vllm:generation_tokens_total.
+	PromptTokens, GenerationTokens int64
+	// Completed counts requests that finished normally.
+	Completed int64
+}
+
+// Replica is one simulated vLLM V1 engine.
+type Replica struct {
+	k        *sim.Kernel
+	cfg      Config
+	hooks    Hooks
+	pricer   *gpumodel.Pricer
+	pool     *blockPool
+	bs       int
+	maxBatch int
+	maxSeqs  int
+
+	waiting []*seq // FIFO; preempted requests go to the front
+	running []*seq // admission order; the newest is preempted first
+	batch   []*seq
+	scratch []int32
+	hits    []int32
+
+	stepping bool        // a step is in progress or about to start
+	stepEnd  sim.EventID // the pending end-of-step event
+	down     bool
+	m        Metrics
+}
+
+// New returns an idle replica on kernel k.
+func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
+	d := cfg.Deployment
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	pricer, err := gpumodel.NewPricer(d)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	n := cfg.NumBlocks
+	if n <= 0 {
+		n = d.KVBlocks()
+	}
+	if n <= 0 {
+		return nil, errors.New("engine: the deployment leaves no memory for KV cache")
+	}
+	r := &Replica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newBlockPool(n),
+		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs}
+	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	return r, nil
+}
+
+// Metrics returns the replica's current metrics.
+func (r *Replica) Metrics() Metrics {
+	m := r.m
+	m.Running, m.Waiting = len(r.running), len(r.waiting)
+	m.KVUsage = float64(r.pool.used()) / float64(r.pool.size())
+	return m
+}
+
+// Down reports whether the replica has failed and not recovered.
+func (r *Replica) Down() bool { return r.down }
+
+// Submit hands a request to the replica at the kernel's current time. A request that can never
+// fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
+func (r *Replica) Submit(req *Request) {
+	now := r.k.Now()
+	s := &seq{req: req, arrival: now}
+	switch {
+	case r.down:
+		r.end(s, Aborted, now)
+		return
+	case req.OutputTokens < 1 || len(req.Prompt) == 0 || r.blocksFor(len(req.Prompt)+req.OutputTokens) > r.pool.size():
+		r.end(s, Rejected, now)
+		return
+	}
+	r.waiting = append(r.waiting, s)
+	r.kick(now)
+}
+
+// kick starts a step at now unless one is running.
+func (r *Replica) kick(now sim.Time) {
+	if r.stepping {
+		return
+	}
+	r.stepping = true
+	r.k.Schedule(now, r.cfg.Priority, r.startStep)
+}
+
+func (r *Replica) blocksFor(tokens int) int { return (tokens + r.bs - 1) / r.bs }
+
+// startStep schedules a batch and arranges its end.
+func (r *Replica) startStep(now sim.Time) {
+	if r.down {
+		r.stepping = false
+		return
+	}
+	step := r.schedule()
+	if len(r.batch) == 0 {
+		r.stepping = false
+		return
+	}
+	var d time.Duration
+	if r.cfg.StepTime != nil {
+		d = r.cfg.StepTime(step)
+	} else {
+		d = r.pricer.StepTime(step)
+	}
+	d = max(d, time.Nanosecond) // time must advance
+	r.stepEnd = r.k.Schedule(now+sim.Time(d), r.cfg.Priority, func(at sim.Time) { r.endStep(at, d, step) })
+}
+
+// endStep applies the batch's tokens, then starts the next step at once.
+func (r *Replica) endStep(now sim.Time, d time.Duration, step gpumodel.Step) {
+	r.stepEnd = 0
+	finished := false
+	for _, s := range r.batch {
+		s.computed += s.scheduled
+		s.scheduled = 0
+		if s.computed < s.numTokens() {
+			continue // a prefill chunk: no token yet
+		}
+		s.generated++
+		r.m.GenerationTokens++
+		if s.generated == 1 && s.firstToken == 0 {
+			s.firstToken = now
+			if r.hooks.FirstToken != nil {
+				r.hooks.FirstToken(s.req, now)
+			}
+		}
+		if s.generated >= s.req.OutputTokens {
+			r.pool.release(s.blocks)
+			s.blocks = nil
+			s.generated = -s.generated // mark finished until running is compacted
+			finished = true
+		}
+	}
+	if r.hooks.Step != nil {
+		r.hooks.Step(now, d, step)
+	}
+	if finished {
+		r.compactFinished(now)
+	}
+	r.batch = r.batch[:0]
+	r.startStep(now)
+}
+
+// compactFinished removes finished requests from running, in order, and reports them.
+func (r *Replica) compactFinished(now sim.Time) {
+	kept := r.running[:0]
+	for _, s := range r.running {
+		if s.generated >= 0 {
+			kept = append(kept, s)
+			continue
+		}
+		s.generated = -s.generated
+		r.m.Completed++
+		r.end(s, Completed, now)
+	}
+	clear(r.running[len(kept):])
+	r.running = kept
+}
+
+// end reports a request's result.
+func (r *Replica) end(s *seq, st Status, now sim.Time) {
+	if r.hooks.Done == nil {
+		return
+	}
+	r.hooks.Done(Result{
+		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now,
+		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, OutputTokens: max(s.generated, 0),
+		Preemptions: s.preemptions,
+	})
+}
+
+// Fail takes the replica down at the kernel's current time: every queued and running request
+// ends Aborted, the KV cache is cleared, and new requests are aborted until Recover.
+func (r *Replica) Fail() {
+	now := r.k.Now()
+	if r.stepEnd != 0 {
+		r.k.Cancel(r.stepEnd)
+		r.stepEnd = 0
+	}
+	r.down, r.stepping = true, false
+	all := append(append([]*seq(nil), r.running...), r.waiting...)
+	r.running, r.waiting, r.batch = nil, nil, r.batch[:0]
+	r.pool.clearAll()
+	for _, s := range all {
+		s.generated = max(s.generated, -s.generated)
+		r.end(s, Aborted, now)
+	}
+}
+
+// Recover brings a failed replica back, empty.
+func (r *Replica) Recover() { r.down = false }

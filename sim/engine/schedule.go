@@ -1,0 +1,137 @@
+package engine
+
+import "kvroute/gpumodel"
+
+// schedule builds the next batch into r.batch, as vLLM V1's scheduler does, and returns its
+// shape for pricing.
+func (r *Replica) schedule() gpumodel.Step {
+	budget := r.maxBatch
+	r.batch = r.batch[:0]
+	preempted := false
+	for i := 0; i < len(r.running) && budget > 0; {
+		s := r.running[i]
+		n := min(s.numTokens()-s.computed, budget)
+		ok := r.allocate(s, s.computed+n)
+		for !ok {
+			victim := r.running[len(r.running)-1]
+			r.preempt(victim)
+			preempted = true
+			if victim == s {
+				break
+			}
+			ok = r.allocate(s, s.computed+n)
+		}
+		if !ok {
+			continue // s itself was preempted; running shrank
+		}
+		s.scheduled = n
+		budget -= n
+		r.batch = append(r.batch, s)
+		i++
+	}
+	for !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
+		s := r.waiting[0]
+		n, ok := r.admit(s, budget)
+		if !ok {
+			break
+		}
+		r.waiting[0] = nil
+		r.waiting = r.waiting[1:]
+		r.running = append(r.running, s)
+		s.scheduled = n
+		budget -= n
+		r.batch = append(r.batch, s)
+	}
+	var step gpumodel.Step
+	for _, s := range r.batch {
+		if s.scheduled == 1 && s.generated > 0 && s.computed == s.numTokens()-1 {
+			step.AddDecode(s.computed)
+		} else {
+			step.AddPrefill(s.scheduled, s.computed)
+		}
+	}
+	return step
+}
+
+// allocate gives s blocks for its first total tokens, registering in the cache every block
+// that will be full once they are computed. It fails, changing nothing, when the free queue is
+// too short.
+func (r *Replica) allocate(s *seq, total int) bool {
+	need := r.blocksFor(total) - len(s.blocks)
+	if need > r.pool.numFree {
+		return false
+	}
+	for range need {
+		s.blocks = append(s.blocks, r.pool.popFree())
+	}
+	r.register(s, total/r.bs)
+	return true
+}
+
+// register caches s's first full blocks, up to full, whose tokens are known.
+func (r *Replica) register(s *seq, full int) {
+	known := min(s.hashUpTo(full, r.bs, &r.scratch), len(s.blocks))
+	for ; s.reg < known; s.reg++ {
+		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg])
+	}
+}
+
+// admit looks up the prefix cache for waiting request s and allocates what its first chunk
+// needs within budget. It returns the tokens scheduled, or false (changing nothing) when the
+// blocks are not there.
+func (r *Replica) admit(s *seq, budget int) (int, bool) {
+	total := s.numTokens()
+	maxHit := (total - 1) / r.bs // a full hit still recomputes the last token
+	known := s.hashUpTo(maxHit, r.bs, &r.scratch)
+	r.hits = r.hits[:0]
+	freeHits := 0
+	for j := 0; j < known; j++ {
+		b, ok := r.pool.lookup(s.hashes[j])
+		if !ok {
+			break
+		}
+		r.hits = append(r.hits, b)
+		if r.pool.ref[b] == 0 {
+			freeHits++
+		}
+	}
+	hit := len(r.hits) * r.bs
+	n := min(total-hit, budget)
+	need := r.blocksFor(hit+n) - len(r.hits)
+	if need > r.pool.numFree-freeHits {
+		return 0, false
+	}
+	for _, b := range r.hits {
+		r.pool.touch(b)
+	}
+	s.blocks = append(s.blocks[:0], r.hits...)
+	s.computed = hit
+	s.reg = len(r.hits)
+	for range need {
+		s.blocks = append(s.blocks, r.pool.popFree())
+	}
+	r.register(s, (hit+n)/r.bs)
+	r.m.PrefixQueries += int64(total)
+	r.m.PrefixHits += int64(hit)
+	if !s.cachedOnce {
+		s.cachedOnce, s.cached = true, hit
+		r.m.PromptTokens += int64(len(s.req.Prompt))
+	}
+	return n, true
+}
+
+// preempt frees the newest running request's blocks and puts it at the front of the queue, to
+// be recomputed (vLLM V1 preempts by recompute only).
+func (r *Replica) preempt(v *seq) {
+	r.running[len(r.running)-1] = nil
+	r.running = r.running[:len(r.running)-1]
+	r.pool.release(v.blocks)
+	v.blocks = v.blocks[:0]
+	v.computed = 0
+	v.reg = 0
+	v.preemptions++
+	r.m.Preemptions++
+	r.waiting = append(r.waiting, nil)
+	copy(r.waiting[1:], r.waiting)
+	r.waiting[0] = v
+}
