@@ -1,0 +1,104 @@
+package results
+
+import (
+	"math"
+	"time"
+)
+
+// Histogram is a log-bucketed histogram of durations from 1 µs to ~28 hours with buckets 1%
+// wide: a quantile is exact to within 0.5%. The mean is exact. The zero value is empty and
+// ready to use.
+type Histogram struct {
+	counts []uint64
+	n      uint64
+	sum    float64 // seconds
+	min    time.Duration
+	max    time.Duration
+}
+
+const (
+	histMin   = float64(time.Microsecond)
+	histRatio = 1.01
+)
+
+var histLogRatio = math.Log(histRatio)
+
+// Add records d count times.
+func (h *Histogram) Add(d time.Duration, count int) {
+	if count <= 0 {
+		return
+	}
+	if h.n == 0 || d < h.min {
+		h.min = d
+	}
+	if h.n == 0 || d > h.max {
+		h.max = d
+	}
+	b := 0
+	if v := float64(d); v > histMin {
+		b = 1 + int(math.Log(v/histMin)/histLogRatio)
+	}
+	b = min(b, 2600)
+	for len(h.counts) <= b {
+		h.counts = append(h.counts, 0)
+	}
+	h.counts[b] += uint64(count)
+	h.n += uint64(count)
+	h.sum += d.Seconds() * float64(count)
+}
+
+// Merge adds o's values to h.
+func (h *Histogram) Merge(o *Histogram) {
+	if o.n == 0 {
+		return
+	}
+	if h.n == 0 || o.min < h.min {
+		h.min = o.min
+	}
+	if h.n == 0 || o.max > h.max {
+		h.max = o.max
+	}
+	for len(h.counts) < len(o.counts) {
+		h.counts = append(h.counts, 0)
+	}
+	for i, c := range o.counts {
+		h.counts[i] += c
+	}
+	h.n += o.n
+	h.sum += o.sum
+}
+
+// Count returns the number of values.
+func (h *Histogram) Count() uint64 { return h.n }
+
+// Mean returns the exact mean, 0 when empty.
+func (h *Histogram) Mean() time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	return time.Duration(h.sum / float64(h.n) * 1e9)
+}
+
+// Quantile returns the q-quantile (0..1) as the midpoint of its bucket, clamped to the
+// observed minimum and maximum; 0 when empty.
+func (h *Histogram) Quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	rank := uint64(math.Ceil(q * float64(h.n)))
+	rank = max(rank, 1)
+	var seen uint64
+	for b, c := range h.counts {
+		seen += c
+		if seen >= rank {
+			var v float64
+			if b > 0 {
+				lo := histMin * math.Pow(histRatio, float64(b-1))
+				v = lo * (1 + histRatio) / 2
+			}
+			d := time.Duration(v)
+			return min(max(d, h.min), h.max)
+		}
+	}
+	return h.max
+}
