@@ -113,7 +113,7 @@ func (r *Replica) Down() bool { return r.down }
 // fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
 func (r *Replica) Submit(req *Request) {
 	now := r.k.Now()
-	s := &seq{req: req, arrival: now}
+	s := &seq{req: req, arrival: now, hashable: -1}
 	switch {
 	case r.down:
 		r.end(s, Aborted, now)

@@ -76,6 +76,7 @@ type seq struct {
 	preemptions int
 	scheduled   int // tokens scheduled in the current step
 	reg         int // leading blocks whose hashes were offered to the cache
+	hashable    int // full blocks whose tokens are known; -1 until the first unknown token
 }
 
 // numTokens is the prompt plus the tokens generated so far.
@@ -97,6 +98,9 @@ func (s *seq) token(i int) (int32, bool) {
 // known (prompt tokens always; generated ones only with an Answer). It returns how many
 // full-block hashes are available.
 func (s *seq) hashUpTo(n, blockSize int, scratch *[]int32) int {
+	if s.hashable >= 0 && n > s.hashable {
+		n = s.hashable
+	}
 	for len(s.hashes) < n {
 		j := len(s.hashes)
 		buf := (*scratch)[:0]
@@ -104,6 +108,7 @@ func (s *seq) hashUpTo(n, blockSize int, scratch *[]int32) int {
 			t, ok := s.token(i)
 			if !ok {
 				*scratch = buf
+				s.hashable = len(s.hashes) // generated tokens without an Answer are never known
 				return len(s.hashes)
 			}
 			buf = append(buf, t)

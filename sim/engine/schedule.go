@@ -11,7 +11,16 @@ func (r *Replica) schedule() gpumodel.Step {
 	for i := 0; i < len(r.running) && budget > 0; {
 		s := r.running[i]
 		n := min(s.numTokens()-s.computed, budget)
-		ok := r.allocate(s, s.computed+n)
+		total := s.computed + n
+		if total <= len(s.blocks)*r.bs && total/r.bs <= s.reg {
+			// Fast path (most decode steps): the blocks exist and no block fills up.
+			s.scheduled = n
+			budget -= n
+			r.batch = append(r.batch, s)
+			i++
+			continue
+		}
+		ok := r.allocate(s, total)
 		for !ok {
 			victim := r.running[len(r.running)-1]
 			r.preempt(victim)
@@ -19,7 +28,7 @@ func (r *Replica) schedule() gpumodel.Step {
 			if victim == s {
 				break
 			}
-			ok = r.allocate(s, s.computed+n)
+			ok = r.allocate(s, total)
 		}
 		if !ok {
 			continue // s itself was preempted; running shrank

@@ -1,0 +1,199 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"kvroute/results"
+	"kvroute/router"
+	"kvroute/sim"
+	"kvroute/sim/engine"
+	"kvroute/workloads"
+)
+
+// Sink receives what a simulation produces.
+type Sink struct {
+	// Record is called once per request, when it reaches its terminal state. Required.
+	Record func(*results.Record)
+	// ITL, when set, is called at the end of each replica step with the step's duration and
+	// the number of sequences that got their next token in it (each token's inter-token
+	// latency is the step's duration).
+	ITL func(d time.Duration, tokens int)
+}
+
+// Epoch is the wall-clock instant virtual time 0 maps to in router snapshots.
+var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Sim is one simulation run.
+type Sim struct {
+	cfg    Config
+	k      *sim.Kernel
+	policy router.Policy
+	obs    router.Observer
+	stream *workloads.Stream
+	sink   Sink
+	reps   []*engine.Replica
+	snap   router.Snapshot
+	salt   uint64
+
+	arrivalEv sim.EventID
+	arrivalAt sim.Time
+	scraping  bool
+	active    int // requests taken from the stream and not yet terminal
+	taken     int
+	ended     int
+}
+
+// flight is one request's journey through the router and the fleet.
+type flight struct {
+	wreq        workloads.Request
+	rreq        router.Request
+	ereq        engine.Request
+	arrival     sim.Time
+	endpoint    int
+	reason      string
+	retries     int
+	firstToken  sim.Time
+	preemptions int
+	cached      int
+}
+
+// New returns a simulation of cfg's fleet routed by policy, fed by stream.
+func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) (*Sim, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if sink.Record == nil {
+		return nil, errors.New("cluster: sink has no Record function")
+	}
+	s := &Sim{cfg: cfg, k: sim.NewKernel(), policy: policy, stream: stream, sink: sink, arrivalAt: sim.Never}
+	s.obs, _ = policy.(router.Observer)
+	s.salt = engine.BlockHash(0, modelSalt(cfg.Model))
+	for i, rc := range cfg.Replicas {
+		rep, err := engine.New(s.k, rc, s.hooks(i))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
+		}
+		s.reps = append(s.reps, rep)
+		m := rep.Metrics()
+		s.snap.Endpoints = append(s.snap.Endpoints, router.EndpointState{
+			ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
+			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch,
+		})
+	}
+	return s, nil
+}
+
+// modelSalt turns the model name into tokens for the first block's hash seed.
+func modelSalt(model string) []int32 {
+	out := make([]int32, len(model))
+	for i := range model {
+		out[i] = int32(model[i])
+	}
+	return out
+}
+
+func (s *Sim) hooks(i int) engine.Hooks {
+	h := engine.Hooks{
+		FirstToken: func(r *engine.Request, at sim.Time) {
+			r.Tag.(*flight).firstToken = at + sim.Time(s.cfg.NetworkDelay)
+		},
+		Done: func(res engine.Result) { s.replicaDone(i, res) },
+	}
+	if s.sink.ITL != nil {
+		h.Step = func(_ sim.Time, d time.Duration, st gpumodelStep) {
+			if st.DecodeSeqs > 0 {
+				s.sink.ITL(d, st.DecodeSeqs)
+			}
+		}
+	}
+	return h
+}
+
+// Endpoints returns the router's current view of the fleet.
+func (s *Sim) Endpoints() []router.EndpointState { return s.snap.Endpoints }
+
+// Replica returns replica i, for inspection.
+func (s *Sim) Replica(i int) *engine.Replica { return s.reps[i] }
+
+// Run simulates until the stream is exhausted and every request has ended, or ctx is done.
+// It returns the stream's error, a kernel error, or ctx's error.
+func (s *Sim) Run(ctx context.Context) error {
+	for _, f := range s.cfg.Failures {
+		s.k.Schedule(sim.At(f.At), -1, func(sim.Time) { s.fail(f.Replica) })
+		if f.RecoverAt > 0 {
+			s.k.Schedule(sim.At(f.RecoverAt), -1, func(now sim.Time) { s.recover(f.Replica, now) })
+		}
+	}
+	s.scheduleArrival()
+	if err := s.k.RunContext(ctx, sim.Never); err != nil {
+		return err
+	}
+	if err := s.stream.Err(); err != nil {
+		return err
+	}
+	if s.active != 0 || s.taken != s.ended {
+		return fmt.Errorf("cluster: %d requests taken, %d ended: a request was lost", s.taken, s.ended)
+	}
+	return nil
+}
+
+// Now returns the simulation's current virtual time.
+func (s *Sim) Now() sim.Time { return s.k.Now() }
+
+func (s *Sim) wall(t sim.Time) time.Time { return Epoch.Add(t.Duration()) }
+
+// scheduleArrival makes sure an event is pending for the stream's next request.
+func (s *Sim) scheduleArrival() {
+	req, ok := s.stream.Peek()
+	at := sim.Never
+	if ok {
+		at = max(sim.At(req.Arrival), s.k.Now())
+	}
+	if at == s.arrivalAt {
+		return
+	}
+	if s.arrivalEv != 0 {
+		s.k.Cancel(s.arrivalEv)
+		s.arrivalEv = 0
+	}
+	s.arrivalAt = at
+	if at != sim.Never {
+		s.arrivalEv = s.k.Schedule(at, 0, s.onArrival)
+	}
+}
+
+// onArrival takes every request due now from the stream and routes it.
+func (s *Sim) onArrival(now sim.Time) {
+	s.arrivalEv, s.arrivalAt = 0, sim.Never
+	for {
+		req, ok := s.stream.Peek()
+		if !ok || sim.At(req.Arrival) > now {
+			break
+		}
+		req, _ = s.stream.Next()
+		s.taken++
+		s.active++
+		s.dispatch(s.newFlight(req, now), now)
+	}
+	s.scheduleArrival()
+}
+
+func (s *Sim) newFlight(w workloads.Request, now sim.Time) *flight {
+	f := &flight{wreq: w, arrival: now}
+	var msgs []router.Message
+	if len(w.Messages) > 0 {
+		msgs = make([]router.Message, len(w.Messages))
+		for i, m := range w.Messages {
+			msgs[i] = router.Message{Role: string(m.Role), Content: m.Content}
+		}
+	}
+	f.rreq = router.Request{
+		ID: w.ID, Model: s.cfg.Model, Tenant: w.Tenant, SessionKey: w.Session, Prompt: w.Text,
+		Messages: msgs, InputTokens: len(w.Tokens), MaxOutputTokens: w.OutputTokens,
+	}
+	f.ereq = engine.Request{ID: w.ID, Prompt: w.Tokens, OutputTokens: w.OutputTokens, Answer: w.AnswerTokens, Salt: s.salt, Tag: f}
+	return f
+}

@@ -1,0 +1,59 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"kvroute/sim/engine"
+)
+
+// Config describes a simulated fleet and its router's view of it.
+type Config struct {
+	// Replicas are the replicas of the fleet, in endpoint order.
+	Replicas []engine.Config
+	// Model is the model name every replica serves and every request asks for.
+	Model string
+	// MetricsInterval is how often the router scrapes replicas' metrics; 0 means the router
+	// sees them exactly at every decision.
+	MetricsInterval time.Duration
+	// NetworkDelay is the one-way router↔replica latency, added to request delivery and to
+	// the first token and completion as the client sees them.
+	NetworkDelay time.Duration
+	// MaxRetries is how often a request aborted by a replica failure is re-routed (default 2).
+	MaxRetries int
+	// Failures take replicas down and back up.
+	Failures []Failure
+}
+
+// Failure takes replica Replica down at At and back up at RecoverAt (0: never).
+type Failure struct {
+	Replica   int
+	At        time.Duration
+	RecoverAt time.Duration
+}
+
+// DefaultMetricsInterval is the scrape period of the Gateway API Inference Extension and
+// AIBrix (50 ms).
+const DefaultMetricsInterval = 50 * time.Millisecond
+
+// Validate checks the configuration.
+func (c Config) Validate() error {
+	var errs []error
+	if len(c.Replicas) == 0 {
+		errs = append(errs, errors.New("cluster: no replicas"))
+	}
+	if c.MetricsInterval < 0 || c.NetworkDelay < 0 || c.MaxRetries < 0 {
+		errs = append(errs, fmt.Errorf("cluster: metrics_interval %v, network_delay %v, max_retries %d: want >= 0",
+			c.MetricsInterval, c.NetworkDelay, c.MaxRetries))
+	}
+	for i, f := range c.Failures {
+		if f.Replica < 0 || f.Replica >= len(c.Replicas) {
+			errs = append(errs, fmt.Errorf("cluster: failure %d: replica %d not in 0..%d", i, f.Replica, len(c.Replicas)-1))
+		}
+		if f.At < 0 || (f.RecoverAt != 0 && f.RecoverAt <= f.At) {
+			errs = append(errs, fmt.Errorf("cluster: failure %d: at %v, recover_at %v: want 0 <= at < recover_at", i, f.At, f.RecoverAt))
+		}
+	}
+	return errors.Join(errs...)
+}
