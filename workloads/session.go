@@ -1,0 +1,161 @@
+package workloads
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// segment is a piece of prompt content: token ids and, when text is wanted, their text.
+type segment struct {
+	tokens []int32
+	text   string
+}
+
+// turn is one user message of a conversation script and the answer it asks for.
+type turn struct {
+	user      segment
+	output    int     // answer length to request, tokens
+	answer    segment // the dataset's answer (ShareGPT); synthesised when !hasAnswer
+	hasAnswer bool
+}
+
+// conversation is a source's script of one session, before any timing is applied.
+type conversation struct {
+	at        time.Duration // trace timestamp from the first record; valid for trace sources
+	group     string        // PrefixGroup of every turn
+	system    segment
+	hasSystem bool
+	turns     []turn
+	seed      uint64 // names the random streams of synthesised answers and think times
+}
+
+// tenant is one producer of conversations with its naming and think-time rules.
+type tenant struct {
+	name      string
+	prefix    string // ID prefix: "" or name + "/"
+	src       source
+	multi     bool // conversations are sessions that may have follow-ups
+	thinkTime time.Duration
+	thinkExp  bool // exponential think time rather than constant
+	count     int  // conversations started
+	exhausted bool
+}
+
+// session is the state of one conversation being replayed.
+type session struct {
+	id     string
+	t      *tenant
+	conv   *conversation
+	turn   int           // index of the turn most recently built
+	at     time.Duration // arrival of the turn most recently built
+	tokens []int32       // history including the latest user message
+	text   string
+	msgs   []Message
+	answer segment // the expected answer of the latest turn
+}
+
+// newSession starts conversation c of tenant t; withText keeps text and messages.
+func newSession(t *tenant, c *conversation, withText bool) *session {
+	n := t.count
+	t.count++
+	s := &session{t: t, conv: c, turn: -1}
+	if t.multi {
+		s.id = fmt.Sprintf("%ss%d", t.prefix, n)
+	} else {
+		s.id = fmt.Sprintf("%sr%d", t.prefix, n)
+	}
+	if c.hasSystem {
+		s.appendSegment(RoleSystem, c.system, withText)
+	}
+	return s
+}
+
+func (s *session) appendSegment(role Role, seg segment, withText bool) {
+	if s.tokens == nil {
+		// Share the segment's ids; the full slice expression makes any later append copy.
+		s.tokens = seg.tokens[:len(seg.tokens):len(seg.tokens)]
+	} else {
+		s.tokens = append(s.tokens, seg.tokens...)
+	}
+	if withText {
+		s.text += seg.text
+		s.msgs = append(s.msgs, Message{Role: role, Content: seg.text})
+	}
+}
+
+// next builds the session's next turn, arriving at at.
+func (s *session) next(at time.Duration, withText bool) Request {
+	s.turn++
+	s.at = at
+	tr := s.conv.turns[s.turn]
+	s.appendSegment(RoleUser, tr.user, withText)
+	req := Request{
+		ID:           s.id,
+		Arrival:      at,
+		Tenant:       s.t.name,
+		Turn:         s.turn,
+		PrefixGroup:  s.conv.group,
+		Tokens:       s.tokens[:len(s.tokens):len(s.tokens)],
+		OutputTokens: max(tr.output, 1),
+	}
+	if s.t.multi {
+		req.Session = s.id
+		req.ID = fmt.Sprintf("%s.%d", s.id, s.turn)
+	}
+	if withText {
+		req.Text = s.text
+		req.Messages = s.msgs[:len(s.msgs):len(s.msgs)]
+	}
+	if s.turn+1 < len(s.conv.turns) {
+		s.answer = s.expectedAnswer(tr, withText)
+		req.FollowUp = true
+		req.AnswerTokens = s.answer.tokens
+	}
+	return req
+}
+
+// expectedAnswer is the dataset's answer, or OutputTokens synthetic tokens drawn from the
+// turn's own random stream.
+func (s *session) expectedAnswer(tr turn, withText bool) segment {
+	if tr.hasAnswer {
+		return tr.answer
+	}
+	return keyedSegment(deriveSeed(s.conv.seed, tagAnswer, uint64(s.turn)), max(tr.output, 1), withText)
+}
+
+// complete appends the latest turn's answer to the history: the one the Completion reports
+// or else the expected one. It returns when the next turn arrives.
+func (s *session) complete(c Completion, tok Tokenizer, withText bool) time.Duration {
+	ans := s.answer
+	switch {
+	case c.Text != "":
+		ans = segment{tokens: c.Tokens, text: c.Text}
+		if ans.tokens == nil {
+			ans.tokens = tok.Encode(c.Text)
+		}
+	case c.Tokens != nil:
+		ans = segment{tokens: c.Tokens}
+		if withText {
+			ans.text = Words(c.Tokens)
+		}
+	}
+	s.appendSegment(RoleAssistant, ans, withText)
+	s.answer = segment{}
+	return c.At + s.think()
+}
+
+// think draws the pause before the next turn from the turn's own random stream.
+func (s *session) think() time.Duration {
+	d := s.t.thinkTime
+	if d <= 0 || !s.t.thinkExp {
+		return d
+	}
+	r := newRand(s.conv.seed, tagThink, uint64(s.turn))
+	return exponentialDuration(r, d)
+}
+
+// exponentialDuration draws an exponential duration with the given mean.
+func exponentialDuration(r *rand.Rand, mean time.Duration) time.Duration {
+	return time.Duration(r.ExpFloat64() * float64(mean))
+}

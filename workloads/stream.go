@@ -1,0 +1,243 @@
+package workloads
+
+import (
+	"container/heap"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+)
+
+// Stream is a workload as a deterministic sequence of requests in arrival order. It merges
+// open-loop session starts (from the arrival process or the trace) with closed-loop
+// follow-up turns, which Done schedules when a turn finishes.
+//
+// A driver asks Peek for the earliest request, sends it at its Arrival after taking it with
+// Next, and reports its end with Done. A discrete-event simulator does this in one goroutine
+// on its virtual clock: after every Done it peeks again, because the follow-up may come
+// before the request it was waiting for. An HTTP load generator maps Arrival to wall time;
+// it must also re-peek after each Done (for instance by waking its dispatcher).
+//
+// When Peek reports nothing, InFlight tells the two endings apart: sessions still waiting
+// for Done may yet produce turns; with none, the stream is over (check Err).
+//
+// All methods are safe for concurrent use; Peek followed by Next is not atomic, so one
+// goroutine should dispatch while any goroutine may call Done.
+type Stream struct {
+	mu          sync.Mutex
+	lanes       []*lane
+	follow      followQueue
+	waiting     map[string]*session
+	tok         Tokenizer
+	text        bool
+	maxRequests int
+	maxDuration time.Duration
+	seq         uint64
+	stopped     bool
+	err         error
+	stats       Stats
+	tenants     []*tenant
+	closed      bool
+}
+
+// Stats counts what a stream has done so far.
+type Stats struct {
+	// Requests is the number of requests Next returned.
+	Requests int
+	// Sessions is the number of first turns Next returned.
+	Sessions int
+	// Skipped is the number of dataset conversations the source's filters dropped.
+	Skipped int
+	// Aborted is the number of sessions ended by a failed request.
+	Aborted int
+	// Cut is the number of sessions ended early by the Duration or Requests cap.
+	Cut int
+}
+
+// pending is a built request and the session it belongs to.
+type pending struct {
+	req  Request
+	sess *session
+}
+
+// Peek returns the next request without taking it, or false when none is available now.
+func (s *Stream) Peek() (Request, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, _ := s.best()
+	if p == nil {
+		return Request{}, false
+	}
+	return p.req, true
+}
+
+// Next takes the next request, or returns false when none is available now.
+func (s *Stream) Next() (Request, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, from := s.best()
+	if p == nil {
+		return Request{}, false
+	}
+	got := *p // copy: popping the heap moves its elements
+	if from != nil {
+		from.head = nil
+	} else {
+		heap.Pop(&s.follow)
+	}
+	s.stats.Requests++
+	if got.req.Turn == 0 {
+		s.stats.Sessions++
+	}
+	if got.req.FollowUp {
+		s.waiting[got.req.ID] = got.sess
+	}
+	if s.maxRequests > 0 && s.stats.Requests >= s.maxRequests {
+		s.stop()
+	}
+	return got.req, true
+}
+
+// Done reports that request id ended; for a request with FollowUp it schedules the
+// session's next turn at c.At plus the think time (unless c.Failed, which ends the session).
+// Done for any other id, or a second Done, does nothing. A completion before the request's
+// arrival is an error and changes nothing.
+func (s *Stream) Done(id string, c Completion) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sess, ok := s.waiting[id]
+	if !ok {
+		return nil
+	}
+	if c.At < sess.at {
+		return fmt.Errorf("workloads: done for %s at %v, before its arrival at %v", id, c.At, sess.at)
+	}
+	delete(s.waiting, id)
+	if c.Failed {
+		s.stats.Aborted++
+		return nil
+	}
+	at := sess.complete(c, s.tok, s.text)
+	if s.maxDuration > 0 && at >= s.maxDuration {
+		s.stats.Cut++
+		return nil
+	}
+	s.seq++
+	heap.Push(&s.follow, followItem{pending: pending{req: sess.next(at, s.text), sess: sess}, seq: s.seq})
+	return nil
+}
+
+// InFlight returns the number of sessions waiting for Done before their next turn.
+func (s *Stream) InFlight() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.waiting)
+}
+
+// Err returns the error that ended the stream early (a malformed dataset record), if any.
+func (s *Stream) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+// Stats returns the counts so far.
+func (s *Stream) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	for _, t := range s.tenants {
+		st.Skipped += t.src.skipped()
+	}
+	return st
+}
+
+// Close releases the files the stream reads; the stream then ends. Close is idempotent.
+func (s *Stream) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stopped = true
+	return s.closeSources()
+}
+
+func (s *Stream) closeSources() error {
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	var errs []error
+	for _, t := range s.tenants {
+		if err := t.src.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("workloads: close tenant %q: %w", t.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// stop ends the stream: queued and waiting sessions are cut.
+func (s *Stream) stop() {
+	s.stopped = true
+	s.stats.Cut += len(s.waiting) + len(s.follow)
+	clear(s.waiting)
+	s.follow = nil
+	_ = s.closeSources() // read-only files: nothing to lose on a close error
+}
+
+// best returns the earliest pending request and the lane holding it (nil for the
+// follow-up queue). Follow-ups win ties, then lanes in order.
+func (s *Stream) best() (*pending, *lane) {
+	if s.stopped {
+		return nil, nil
+	}
+	var p *pending
+	var from *lane
+	if len(s.follow) > 0 {
+		p = &s.follow[0].pending
+	}
+	for _, l := range s.lanes {
+		if err := l.fill(s); err != nil {
+			s.err = err
+			s.stop()
+			return nil, nil
+		}
+		if l.head != nil && (p == nil || l.head.req.Arrival < p.req.Arrival) {
+			p, from = l.head, l
+		}
+	}
+	return p, from
+}
+
+// followItem is a follow-up turn waiting for its arrival time.
+type followItem struct {
+	pending
+	seq uint64
+}
+
+// followQueue is a min-heap of follow-ups by (arrival, seq).
+type followQueue []followItem
+
+func (q followQueue) Len() int { return len(q) }
+func (q followQueue) Less(i, j int) bool {
+	if q[i].req.Arrival != q[j].req.Arrival {
+		return q[i].req.Arrival < q[j].req.Arrival
+	}
+	return q[i].seq < q[j].seq
+}
+func (q followQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *followQueue) Push(x any)   { *q = append(*q, x.(followItem)) }
+func (q *followQueue) Pop() any {
+	old := *q
+	it := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return it
+}
+
+// source produces the conversations of one workload in order.
+type source interface {
+	// next returns the next conversation, or io.EOF when there are no more.
+	next() (*conversation, error)
+	// skipped returns how many dataset conversations the filters dropped so far.
+	skipped() int
+	io.Closer
+}

@@ -1,0 +1,213 @@
+package workloads
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// chatConfig is a small synthetic-chat workload with a think time.
+func chatConfig(think time.Duration) Config {
+	return Config{
+		Workload: WorkloadConfig{Kind: KindSyntheticChat, MeanTurns: 4, SystemPrompts: 3,
+			SystemPromptTokens: 64, PromptTokens: 40, OutputTokens: 30, ThinkTime: think},
+		Arrival:  ArrivalConfig{Process: ProcessPoisson, Rate: 20},
+		Requests: 300,
+	}
+}
+
+func TestStreamDeterministic(t *testing.T) {
+	run := func(seed uint64) []string {
+		reqs := drive(t, mustBuild(t, chatConfig(time.Second), seed), fixedService(300*time.Millisecond), nil)
+		return summarizeAll(reqs)
+	}
+	a, b := run(7), run(7)
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Fatalf("same seed, different streams (-first +second):\n%s", diff)
+	}
+	if c := run(8); cmp.Equal(a, c) {
+		t.Error("different seeds gave the same stream")
+	}
+}
+
+func TestClosedLoopSessions(t *testing.T) {
+	const think = 2 * time.Second
+	const service = 500 * time.Millisecond
+	s := mustBuild(t, chatConfig(think), 1)
+	reqs := drive(t, s, fixedService(service), nil)
+	if len(reqs) != 300 {
+		t.Fatalf("got %d requests, want the cap of 300", len(reqs))
+	}
+	prev := map[string]Request{}
+	for _, r := range reqs {
+		if r.Session == "" || r.ID != fmt.Sprintf("%s.%d", r.Session, r.Turn) {
+			t.Fatalf("request %s: session %q turn %d do not match its ID", r.ID, r.Session, r.Turn)
+		}
+		checkAgreement(t, r)
+		p, ok := prev[r.Session]
+		if r.Turn == 0 {
+			if ok {
+				t.Fatalf("session %s starts twice", r.Session)
+			}
+			prev[r.Session] = r
+			continue
+		}
+		if !ok || p.Turn != r.Turn-1 || !p.FollowUp {
+			t.Fatalf("turn %s does not follow its previous turn", r.ID)
+		}
+		if want := p.Arrival + service + think; r.Arrival != want {
+			t.Errorf("turn %s arrives at %v, want previous arrival + service + think = %v", r.ID, r.Arrival, want)
+		}
+		history := append(slices.Clone(p.Tokens), p.AnswerTokens...)
+		if !slices.Equal(r.Tokens[:len(history)], history) {
+			t.Errorf("turn %s does not start with the previous prompt and answer tokens", r.ID)
+		}
+		if !strings.HasPrefix(r.Text, p.Text+Words(p.AnswerTokens)) {
+			t.Errorf("turn %s does not start with the previous prompt and answer text", r.ID)
+		}
+		if n := len(r.Messages); r.Messages[n-2].Role != RoleAssistant || r.Messages[n-1].Role != RoleUser {
+			t.Errorf("turn %s messages do not end with assistant, user", r.ID)
+		}
+		prev[r.Session] = r
+	}
+	st := s.Stats()
+	if st.Requests != 300 || st.Sessions != len(prev) {
+		t.Errorf("stats = %+v, want 300 requests over %d sessions", st, len(prev))
+	}
+}
+
+// checkAgreement checks that a request's text, messages and tokens describe one prompt.
+func checkAgreement(t *testing.T, r Request) {
+	t.Helper()
+	var text strings.Builder
+	for _, m := range r.Messages {
+		text.WriteString(m.Content)
+	}
+	if text.String() != r.Text {
+		t.Errorf("%s: Text is not the concatenation of its messages", r.ID)
+	}
+	if Words(r.Tokens) != r.Text {
+		t.Errorf("%s: Text is not the synthetic text of its tokens", r.ID)
+	}
+	if r.FollowUp && len(r.AnswerTokens) != r.OutputTokens {
+		t.Errorf("%s: %d answer tokens, want OutputTokens = %d", r.ID, len(r.AnswerTokens), r.OutputTokens)
+	}
+}
+
+func TestDoneVariants(t *testing.T) {
+	cfg := Config{Workload: WorkloadConfig{Groups: 1, PromptsPerGroup: 1, Turns: 3, ThinkTime: time.Second,
+		SystemPromptTokens: 8, QuestionTokens: 4, OutputTokens: 4}}
+	tests := []struct {
+		name      string
+		done      Completion
+		wantErr   bool
+		wantNext  bool
+		wantStart string // the answer text the next turn carries, when wantNext
+	}{
+		{name: "expected-answer", done: Completion{At: 5 * time.Second}, wantNext: true},
+		{name: "live-text", done: Completion{At: 5 * time.Second, Text: "Real answer. "}, wantNext: true, wantStart: "Real answer. "},
+		{name: "tokens", done: Completion{At: 5 * time.Second, Tokens: []int32{0, 1}}, wantNext: true, wantStart: "ba be "},
+		{name: "failed", done: Completion{At: 5 * time.Second, Failed: true}},
+		{name: "before-arrival", done: Completion{At: -1}, wantErr: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mustBuild(t, cfg, 1)
+			first, ok := s.Next()
+			if !ok || !first.FollowUp {
+				t.Fatalf("first request %+v, want a turn with a follow-up", first)
+			}
+			err := s.Done(first.ID, tc.done)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("Done error = %v, want error %v", err, tc.wantErr)
+			}
+			if tc.wantErr {
+				if s.InFlight() != 1 {
+					t.Errorf("a rejected Done changed the session")
+				}
+				return
+			}
+			next, ok := s.Next()
+			if ok != tc.wantNext {
+				t.Fatalf("next turn present = %v, want %v", ok, tc.wantNext)
+			}
+			if !ok {
+				return
+			}
+			if want := tc.done.At + time.Second; next.Arrival != want {
+				t.Errorf("next turn at %v, want %v", next.Arrival, want)
+			}
+			rest := strings.TrimPrefix(next.Text, first.Text)
+			if tc.wantStart != "" && !strings.HasPrefix(rest, tc.wantStart) {
+				t.Errorf("next turn continues with %q, want %q", rest, tc.wantStart)
+			}
+			if err := s.Done(first.ID, tc.done); err != nil {
+				t.Errorf("second Done = %v, want nil", err)
+			}
+		})
+	}
+}
+
+func TestStreamCaps(t *testing.T) {
+	base := Config{Workload: WorkloadConfig{Kind: KindSyntheticChat, MeanTurns: 5}, Arrival: ArrivalConfig{Rate: 50}}
+	t.Run("requests", func(t *testing.T) {
+		c := base
+		c.Requests = 123
+		s := mustBuild(t, c, 1, WithText(false))
+		if got := len(drive(t, s, fixedService(time.Second), nil)); got != 123 {
+			t.Errorf("%d requests, want 123", got)
+		}
+		if st := s.Stats(); st.Cut == 0 {
+			t.Errorf("stats %+v: want sessions cut by the cap", st)
+		}
+	})
+	t.Run("duration", func(t *testing.T) {
+		c := base
+		c.Duration = 20 * time.Second
+		s := mustBuild(t, c, 1, WithText(false))
+		reqs := drive(t, s, fixedService(3*time.Second), nil)
+		for _, r := range reqs {
+			if r.Arrival >= c.Duration {
+				t.Fatalf("request %s at %v, past the %v cap", r.ID, r.Arrival, c.Duration)
+			}
+		}
+		if len(reqs) < 900 || s.Stats().Cut == 0 {
+			t.Errorf("%d requests, stats %+v: want about 1000 sessions' turns and some cut", len(reqs), s.Stats())
+		}
+	})
+}
+
+func TestStreamConcurrentDone(t *testing.T) {
+	s := mustBuild(t, chatConfig(0), 3, WithText(false))
+	var wg sync.WaitGroup
+	taken := 0
+	for {
+		req, ok := s.Next()
+		if !ok {
+			wg.Wait() // completions may schedule more turns
+			if s.InFlight() == 0 {
+				if _, ok := s.Peek(); !ok {
+					break
+				}
+			}
+			continue
+		}
+		taken++
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := s.Done(req.ID, Completion{At: req.Arrival + time.Second}); err != nil {
+				t.Error(err)
+			}
+			_ = s.InFlight()
+		}()
+	}
+	if taken != 300 {
+		t.Errorf("took %d requests, want 300", taken)
+	}
+}

@@ -1,0 +1,158 @@
+package workloads
+
+import (
+	"fmt"
+	"strings"
+)
+
+// VocabSize is the number of token ids of the synthetic vocabulary: ids 0..VocabSize-1.
+//
+// Each id maps to one pronounceable lowercase word followed by a space: ids 0..99 to a
+// two-letter syllable ("ba ", "be ", …) and ids 100..10099 to two syllables ("baba ", …).
+// Uniformly drawn ids average 4.98 characters per token, close to English text under a
+// BPE tokenizer (about 4 characters per token). Because every word is distinct and ends in a
+// space, token sequences and their text determine each other: equal token prefixes give equal
+// text prefixes, and Words followed by ParseWords returns the ids unchanged.
+const VocabSize = 10100
+
+const (
+	consonants = "bcdfghjklmnprstvwxyz" // 20
+	vowels     = "aeiou"                // 5
+	syllableN  = len(consonants) * len(vowels)
+)
+
+// AppendWords appends the synthetic-vocabulary text of ids to dst and returns the result.
+// An id outside 0..VocabSize-1 is first reduced modulo VocabSize.
+func AppendWords(dst []byte, ids []int32) []byte {
+	for _, id := range ids {
+		k := int(id) % VocabSize
+		if k < 0 {
+			k += VocabSize
+		}
+		if k >= syllableN {
+			k -= syllableN
+			dst = appendSyllable(dst, k/syllableN)
+			k %= syllableN
+		}
+		dst = appendSyllable(dst, k)
+		dst = append(dst, ' ')
+	}
+	return dst
+}
+
+func appendSyllable(dst []byte, k int) []byte {
+	return append(dst, consonants[k/len(vowels)], vowels[k%len(vowels)])
+}
+
+// Words returns the synthetic-vocabulary text of ids (see VocabSize).
+func Words(ids []int32) string {
+	return string(AppendWords(make([]byte, 0, 5*len(ids)), ids))
+}
+
+// ParseWords is the inverse of Words: it returns the ids whose text is text. Text that Words
+// cannot produce (unknown words, missing trailing space) is an error.
+func ParseWords(text string) ([]int32, error) {
+	if text == "" {
+		return nil, nil
+	}
+	body, ok := strings.CutSuffix(text, " ")
+	if !ok {
+		return nil, fmt.Errorf("workloads: synthetic text must end with a space")
+	}
+	words := strings.Split(body, " ")
+	ids := make([]int32, 0, len(words))
+	for i, w := range words {
+		id, err := wordID(w)
+		if err != nil {
+			return nil, fmt.Errorf("workloads: synthetic text word %d %q: %w", i, w, err)
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+func wordID(w string) (int32, error) {
+	switch len(w) {
+	case 2:
+		k, err := syllableIndex(w)
+		return int32(k), err
+	case 4:
+		hi, err := syllableIndex(w[:2])
+		if err != nil {
+			return 0, err
+		}
+		lo, err := syllableIndex(w[2:])
+		return int32(syllableN + hi*syllableN + lo), err
+	}
+	return 0, fmt.Errorf("not a word of the synthetic vocabulary")
+}
+
+func syllableIndex(s string) (int, error) {
+	c := strings.IndexByte(consonants, s[0])
+	v := strings.IndexByte(vowels, s[1])
+	if c < 0 || v < 0 {
+		return 0, fmt.Errorf("not a word of the synthetic vocabulary")
+	}
+	return c*len(vowels) + v, nil
+}
+
+// appendKeyedTokens appends n ids drawn uniformly from the synthetic vocabulary by the
+// SplitMix64 sequence of key: token i depends only on key and i, so the first k tokens of a
+// key's sequence are the same whatever n is (a shorter block is a prefix of a longer one).
+func appendKeyedTokens(dst []int32, key uint64, n int) []int32 {
+	const gamma = 0x9e3779b97f4a7c15
+	var buf [256]int32 // filled locally, appended in bulk: cheaper under the race detector
+	for done := 0; done < n; {
+		k := min(len(buf), n-done)
+		for i := 0; i < k; i += 2 {
+			x := mix64(key + uint64((done+i)/2)*gamma)
+			buf[i] = int32(((x & 0xffffffff) * VocabSize) >> 32)
+			if i+1 < k {
+				buf[i+1] = int32(((x >> 32) * VocabSize) >> 32)
+			}
+		}
+		dst = append(dst, buf[:k]...)
+		done += k
+	}
+	return dst
+}
+
+// keyedSegment returns n tokens of key's sequence and, when withText is set, their text.
+func keyedSegment(key uint64, n int, withText bool) segment {
+	s := segment{tokens: appendKeyedTokens(make([]int32, 0, n), key, n)}
+	if withText {
+		s.text = Words(s.tokens)
+	}
+	return s
+}
+
+// cacheBudgetTokens bounds the tokens a promptCache keeps (about 150 MB with text).
+const cacheBudgetTokens = 1 << 24
+
+// promptCache hands out the n keyed prompts of tokens tokens each (shared system prompts),
+// memoizing them when all n fit cacheBudgetTokens and regenerating them otherwise.
+type promptCache struct {
+	seed, tag uint64
+	tokens    int
+	text      bool
+	cached    []segment // nil when the set is too large to keep
+}
+
+func newPromptCache(seed, tag uint64, n, tokens int, withText bool) *promptCache {
+	c := &promptCache{seed: seed, tag: tag, tokens: tokens, text: withText}
+	if n*tokens <= cacheBudgetTokens {
+		c.cached = make([]segment, n)
+	}
+	return c
+}
+
+// get returns prompt i (0 <= i < n).
+func (c *promptCache) get(i int) segment {
+	if c.cached == nil {
+		return keyedSegment(deriveSeed(c.seed, c.tag, uint64(i)), c.tokens, c.text)
+	}
+	if c.cached[i].tokens == nil {
+		c.cached[i] = keyedSegment(deriveSeed(c.seed, c.tag, uint64(i)), c.tokens, c.text)
+	}
+	return c.cached[i]
+}
