@@ -1,5 +1,16 @@
 // Package results holds kvroute's per-request records and their aggregation into the metrics
-// of DESIGN.md's result schema, shared by simulated and live runs. Latency distributions are
-// kept in log-bucketed histograms (0.5% relative error), so memory does not grow with the
-// number of requests.
+// of DESIGN.md's result schema, shared by simulated and live runs, and writes and reads
+// results directories.
+//
+// A run's Collector takes each terminal Record (and, from a simulator, each decode step's
+// inter-token latency) and builds a Run: Metrics as `vllm bench serve` defines them, goodput
+// under an optional SLO, and the series behind the plots. Latency distributions are kept in
+// log-bucketed histograms (0.5% relative error) and per-tenant service in a bounded number of
+// time buckets, so memory does not grow with the number of requests.
+//
+// WriteDir writes summary.json, series.json, summary.csv, report.md (tables, a "which policy
+// wins" verdict per load level, and PNG plots beside it) and config.yaml; RequestsCSV
+// streams requests.csv as requests complete; WriteTable prints a terminal table; ReadSummary
+// loads a directory back, so simulated and live runs can be compared. The same runs give
+// byte-identical files, PNGs included.
 package results

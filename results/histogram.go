@@ -1,6 +1,8 @@
 package results
 
 import (
+	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 )
@@ -102,3 +104,57 @@ func (h *Histogram) Quantile(q float64) time.Duration {
 	}
 	return h.max
 }
+
+// CDFPoint is one point of a cumulative distribution: a fraction Frac (0..1) of the values
+// are at most Ms milliseconds. In JSON it is the pair [ms, frac].
+type CDFPoint struct {
+	Ms, Frac float64
+}
+
+// MarshalJSON writes the point as [ms, frac].
+func (p CDFPoint) MarshalJSON() ([]byte, error) { return json.Marshal([2]float64{p.Ms, p.Frac}) }
+
+// UnmarshalJSON reads a [ms, frac] pair.
+func (p *CDFPoint) UnmarshalJSON(b []byte) error {
+	var a []float64
+	if err := json.Unmarshal(b, &a); err != nil {
+		return fmt.Errorf("cdf point %s: %w", b, err)
+	}
+	if len(a) != 2 {
+		return fmt.Errorf("cdf point %s: want [ms, frac]", b)
+	}
+	p.Ms, p.Frac = a[0], a[1]
+	return nil
+}
+
+// CDF returns the distribution as points at the upper edges of the non-empty buckets (clamped
+// to the observed range, rounded to the microsecond), thinned so that successive points
+// differ by at least 0.2% in fraction or 5% in value; the last point has Frac 1. It returns
+// nil when h is empty. At most a few hundred points come back, whatever the count.
+func (h *Histogram) CDF() []CDFPoint {
+	if h.n == 0 {
+		return nil
+	}
+	var out []CDFPoint
+	var seen uint64
+	for b, c := range h.counts {
+		if c == 0 {
+			continue
+		}
+		seen += c
+		edge := time.Duration(histMin * math.Pow(histRatio, float64(b)))
+		p := CDFPoint{Ms: durMs(min(max(edge, h.min), h.max)), Frac: float64(seen) / float64(h.n)}
+		if seen == h.n || len(out) == 0 {
+			out = append(out, p)
+			continue
+		}
+		last := out[len(out)-1]
+		if p.Frac-last.Frac >= 0.002 || p.Ms >= 1.05*last.Ms {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// durMs converts d to milliseconds rounded to the microsecond.
+func durMs(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }

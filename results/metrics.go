@@ -1,7 +1,7 @@
 package results
 
 import (
-	"math"
+	"maps"
 	"slices"
 	"time"
 )
@@ -33,6 +33,8 @@ type Metrics struct {
 	Retries          int            `json:"retries"`
 	PrefixSplitRate  float64        `json:"prefix_split_rate"`
 	Reasons          map[string]int `json:"reasons,omitempty"`
+	// Goodput is set when the aggregator was given an SLO (SetSLO).
+	Goodput *Goodput `json:"goodput,omitempty"`
 }
 
 // Aggregator folds records into Metrics in constant memory per tenant, endpoint and prefix
@@ -46,12 +48,17 @@ type Aggregator struct {
 	tenantService                              map[string]float64
 	groupEndpoints                             map[string]map[string]int
 	reasons                                    map[string]int
+	slo                                        SLO
+	good                                       int
 }
 
 // NewAggregator returns an empty aggregator.
 func NewAggregator() *Aggregator {
 	return &Aggregator{tenantService: map[string]float64{}, groupEndpoints: map[string]map[string]int{}, reasons: map[string]int{}}
 }
+
+// SetSLO makes Metrics report goodput against s; call it before the first Add.
+func (a *Aggregator) SetSLO(s SLO) { a.slo = s }
 
 // AddITL records count inter-token gaps of d (a simulator reports each decode step's duration
 // once per sequence it advanced). Once AddITL is used, records' TPOT no longer stands in for ITL.
@@ -77,6 +84,9 @@ func (a *Aggregator) Add(r *Record) {
 		return
 	}
 	a.completed++
+	if a.slo.Met(r) {
+		a.good++
+	}
 	a.prompt += int64(r.PromptTokens)
 	a.cached += int64(r.CachedTokens)
 	a.output += int64(r.OutputTokens)
@@ -109,13 +119,22 @@ func (a *Aggregator) Metrics() Metrics {
 		JainFairness: Jain(a.tenantService), PrefixSplitRate: a.splitRate(),
 	}
 	if len(a.reasons) > 0 {
-		m.Reasons = a.reasons
+		m.Reasons = maps.Clone(a.reasons)
 	}
 	if d := (a.last - a.first).Seconds(); d > 0 {
 		m.DurationS = d
 		m.ThroughputRPS = float64(a.completed) / d
 		m.InputTokensPerS = float64(a.prompt) / d
 		m.OutputTokensPerS = float64(a.output) / d
+	}
+	if a.slo.Enabled() {
+		m.Goodput = &Goodput{SLO: a.slo, Good: a.good}
+		if a.n > 0 {
+			m.Goodput.Fraction = float64(a.good) / float64(a.n)
+		}
+		if m.DurationS > 0 {
+			m.Goodput.RPS = float64(a.good) / m.DurationS
+		}
 	}
 	if a.prompt > 0 {
 		m.HitRate = float64(a.cached) / float64(a.prompt)
@@ -142,8 +161,7 @@ func (a *Aggregator) splitRate() float64 {
 }
 
 func dist(h *Histogram) Dist {
-	ms := func(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
-	return Dist{Mean: ms(h.Mean()), P50: ms(h.Quantile(0.5)), P90: ms(h.Quantile(0.9)), P99: ms(h.Quantile(0.99))}
+	return Dist{Mean: durMs(h.Mean()), P50: durMs(h.Quantile(0.5)), P90: durMs(h.Quantile(0.9)), P99: durMs(h.Quantile(0.99))}
 }
 
 // Jain returns Jain's fairness index (Σx)² / (n·Σx²) over the values of x, in key order;

@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"kvroute/workloads"
+)
+
+// File is a sweep file: one base scenario, in which any list of scalars under fleet, workload,
+// arrival or router (and requests, duration) is a sweep axis; the runs are the cartesian
+// product of the axes times the policies.
+type File struct {
+	Name     string                   `yaml:"name"`
+	Seed     uint64                   `yaml:"seed"`
+	Requests int                      `yaml:"requests,omitempty"`
+	Duration time.Duration            `yaml:"duration,omitempty"`
+	Fleet    FleetConfig              `yaml:"fleet"`
+	Workload workloads.WorkloadConfig `yaml:"workload"`
+	Arrival  workloads.ArrivalConfig  `yaml:"arrival"`
+	Router   RouterConfig             `yaml:"router"`
+	Failures []FailureConfig          `yaml:"failures,omitempty"`
+	Policies []PolicySpec             `yaml:"policies"`
+	SLO      SLOConfig                `yaml:"slo,omitempty"`
+}
+
+// FleetConfig is the simulated fleet.
+type FleetConfig struct {
+	Replicas int    `yaml:"replicas"`
+	GPU      string `yaml:"gpu"`
+	Model    string `yaml:"model"`
+	TP       int    `yaml:"tp"`
+	// NumBlocks overrides each replica's KV capacity in 16-token blocks (0: from the GPU).
+	NumBlocks int `yaml:"num_blocks,omitempty"`
+	// MemoryUtilization is vLLM's gpu_memory_utilization (0: 0.9).
+	MemoryUtilization float64 `yaml:"gpu_memory_utilization,omitempty"`
+}
+
+// RouterConfig is the router's view of the fleet.
+type RouterConfig struct {
+	MetricsInterval time.Duration `yaml:"metrics_interval"`
+	NetworkDelay    time.Duration `yaml:"network_delay,omitempty"`
+	MaxRetries      int           `yaml:"max_retries,omitempty"`
+}
+
+// FailureConfig takes a replica down at At and back at RecoverAt (0: never).
+type FailureConfig struct {
+	Replica   int           `yaml:"replica"`
+	At        time.Duration `yaml:"at"`
+	RecoverAt time.Duration `yaml:"recover_at,omitempty"`
+}
+
+// SLOConfig sets goodput thresholds in milliseconds (0: unset).
+type SLOConfig struct {
+	TTFTMs float64 `yaml:"ttft_ms,omitempty"`
+	TPOTMs float64 `yaml:"tpot_ms,omitempty"`
+	E2EMs  float64 `yaml:"e2e_ms,omitempty"`
+}
+
+// PolicySpec is a policy name with optional parameters: `prefix-cache` or
+// `{name: prefix-cache, block_size: 64}`.
+type PolicySpec struct {
+	Name   string
+	Params map[string]any
+}
+
+// UnmarshalYAML reads a name or a mapping with a name and parameters.
+func (p *PolicySpec) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		p.Name = n.Value
+		return nil
+	}
+	var m map[string]any
+	if err := n.Decode(&m); err != nil {
+		return err
+	}
+	name, ok := m["name"].(string)
+	if !ok || name == "" {
+		return fmt.Errorf("line %d: policy needs a name", n.Line)
+	}
+	delete(m, "name")
+	p.Name, p.Params = name, m
+	if len(m) == 0 {
+		p.Params = nil
+	}
+	return nil
+}
+
+// MarshalYAML writes the short form when there are no parameters.
+func (p PolicySpec) MarshalYAML() (any, error) {
+	if len(p.Params) == 0 {
+		return p.Name, nil
+	}
+	m := map[string]any{"name": p.Name}
+	for k, v := range p.Params {
+		m[k] = v
+	}
+	return m, nil
+}
+
+// Label is the policy's name in run names: the name, plus its parameters in key order.
+func (p PolicySpec) Label() string {
+	if len(p.Params) == 0 {
+		return p.Name
+	}
+	keys := make([]string, 0, len(p.Params))
+	for k := range p.Params {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString(p.Name)
+	for _, k := range keys {
+		fmt.Fprintf(&b, ",%s=%v", k, p.Params[k])
+	}
+	return b.String()
+}
+
+// Point is one scenario of a sweep: the file with every axis fixed, and the axis values that
+// name it.
+type Point struct {
+	File
+	Axes []AxisValue
+}
+
+// AxisValue is one swept field's value at a point.
+type AxisValue struct {
+	Path  string // e.g. "arrival.rate"
+	Value string
+}
+
+// sweepable are the sections whose scalar lists are sweep axes.
+var sweepable = map[string]bool{"fleet": true, "workload": true, "arrival": true, "router": true}
+
+// Parse reads a sweep file strictly and expands it into points. name labels errors.
+func Parse(data []byte, name string) ([]Point, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("%s: want a mapping at the top level", name)
+	}
+	axes := collectAxes(root.Content[0], "")
+	fields := map[int]string{}
+	fieldLines(root.Content[0], "", fields)
+	var points []Point
+	err := expand(root.Content[0], axes, 0, nil, func(doc *yaml.Node, vals []AxisValue) error {
+		f, err := decodeStrict(doc, name)
+		if err != nil {
+			return nameFields(err, fields)
+		}
+		points = append(points, Point{File: f, Axes: append([]AxisValue(nil), vals...)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return points, validatePoints(points, name)
+}
+
+type axis struct {
+	path   string
+	parent *yaml.Node // the mapping holding the key
+	index  int        // index of the value node in parent.Content
+	values []*yaml.Node
+}
+
+// collectAxes finds sequences of scalars under the sweepable sections and requests/duration.
+func collectAxes(m *yaml.Node, prefix string) []axis {
+	var out []axis
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		key, val := m.Content[i].Value, m.Content[i+1]
+		path := strings.TrimPrefix(prefix+"."+key, ".")
+		switch {
+		case prefix == "" && sweepable[key] && val.Kind == yaml.MappingNode:
+			out = append(out, collectAxes(val, key)...)
+		case (prefix != "" || key == "requests" || key == "duration" || key == "seed") && isScalarList(val):
+			out = append(out, axis{path: path, parent: m, index: i + 1, values: val.Content})
+		}
+	}
+	return out
+}
+
+func isScalarList(n *yaml.Node) bool {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return false
+	}
+	for _, c := range n.Content {
+		if c.Kind != yaml.ScalarNode {
+			return false
+		}
+	}
+	return true
+}
+
+// expand visits every combination of axis values, in file order with the last axis fastest.
+func expand(doc *yaml.Node, axes []axis, k int, vals []AxisValue, visit func(*yaml.Node, []AxisValue) error) error {
+	if k == len(axes) {
+		return visit(doc, vals)
+	}
+	a := axes[k]
+	orig := a.parent.Content[a.index]
+	defer func() { a.parent.Content[a.index] = orig }()
+	for _, v := range a.values {
+		a.parent.Content[a.index] = v
+		if err := expand(doc, axes, k+1, append(vals, AxisValue{a.path, v.Value}), visit); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func decodeStrict(doc *yaml.Node, name string) (File, error) {
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	if err := enc.Encode(doc); err != nil {
+		return File{}, fmt.Errorf("%s: %w", name, err)
+	}
+	dec := yaml.NewDecoder(&buf)
+	dec.KnownFields(true)
+	var f File
+	if err := dec.Decode(&f); err != nil {
+		return File{}, fmt.Errorf("%s: %w", name, err)
+	}
+	return f, nil
+}
+
+// validatePoints checks what a decoded point needs before anything runs.
+func validatePoints(points []Point, name string) error {
+	var errs []error
+	for _, p := range points {
+		if err := p.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", name, p.Label(), err))
+		}
+		if len(errs) >= 5 {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Label names a point by its axis values ("base" when nothing is swept).
+func (p Point) Label() string {
+	if len(p.Axes) == 0 {
+		return "base"
+	}
+	parts := make([]string, len(p.Axes))
+	for i, a := range p.Axes {
+		parts[i] = a.Path[strings.LastIndexByte(a.Path, '.')+1:] + "=" + a.Value
+	}
+	return strings.Join(parts, ",")
+}
+
+// fieldLines maps each line holding a value to the dotted path of its field.
+func fieldLines(n *yaml.Node, prefix string, out map[int]string) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			path := strings.TrimPrefix(prefix+"."+n.Content[i].Value, ".")
+			out[n.Content[i].Line] = path
+			out[n.Content[i+1].Line] = path
+			fieldLines(n.Content[i+1], path, out)
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			path := fmt.Sprintf("%s[%d]", prefix, i)
+			if c.Kind != yaml.ScalarNode {
+				out[c.Line] = path
+			}
+			fieldLines(c, path, out)
+		}
+	}
+}
+
+// nameFields adds the field's path to each "line N:" of a YAML decoding error.
+func nameFields(err error, fields map[int]string) error {
+	msg := err.Error()
+	var b strings.Builder
+	for i, line := range strings.Split(msg, "\n") {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(line)
+		var n int
+		if k := strings.Index(line, "line "); k >= 0 {
+			if _, scanErr := fmt.Sscanf(line[k:], "line %d:", &n); scanErr == nil && fields[n] != "" {
+				fmt.Fprintf(&b, " (field %s)", fields[n])
+			}
+		}
+	}
+	return errors.New(b.String())
+}

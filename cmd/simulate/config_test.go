@@ -1,0 +1,87 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+const base = `name: t
+seed: 3
+requests: 50
+fleet: {replicas: 2, gpu: H100-SXM-80GB, model: llama-3.1-8b, tp: 1}
+workload: {kind: shared-prefix, groups: 4, prompts_per_group: 4, system_prompt_tokens: 256, question_tokens: 16, output_tokens: 8}
+arrival: {process: poisson, rate: 10}
+router: {metrics_interval: 50ms}
+policies: [round-robin, {name: prefix-cache, block_size: 64}]
+`
+
+func TestParseSweepsListsAsCartesianProduct(t *testing.T) {
+	src := strings.Replace(base, "rate: 10", "rate: [10, 20, 40]", 1)
+	src = strings.Replace(src, "replicas: 2", "replicas: [2, 4]", 1)
+	points, err := Parse([]byte(src), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels []string
+	for _, p := range points {
+		labels = append(labels, p.Label())
+	}
+	want := "replicas=2,rate=10 replicas=2,rate=20 replicas=2,rate=40 replicas=4,rate=10 replicas=4,rate=20 replicas=4,rate=40"
+	if got := strings.Join(labels, " "); got != want {
+		t.Fatalf("points %q, want %q", got, want)
+	}
+	if points[4].Fleet.Replicas != 4 || points[4].Arrival.Rate != 20 {
+		t.Fatalf("point 4: %+v %+v", points[4].Fleet, points[4].Arrival)
+	}
+	jobs := plan(points)
+	if len(jobs) != 12 || jobs[1].name != "prefix-cache,block_size=64/replicas=2,rate=10" {
+		t.Fatalf("%d jobs, second %q", len(jobs), jobs[1].name)
+	}
+}
+
+// TestConfigErrors has one case per kind of mistake; each error must name the file and the field.
+func TestConfigErrors(t *testing.T) {
+	cases := []struct {
+		name, from, to, want string
+	}{
+		{"unknown top-level field", "seed: 3", "seed: 3\nsede: 4", "field sede not found"},
+		{"unknown nested field", "tp: 1", "tp: 1, gpus: 2", "field gpus not found"},
+		{"wrong type", "replicas: 2", "replicas: two", "cannot unmarshal"},
+		{"unknown gpu", "H100-SXM-80GB", "H900", "fleet.gpu"},
+		{"unknown model", "model: llama-3.1-8b", "model: llama-9", "fleet.model"},
+		{"no replicas", "replicas: 2", "replicas: 0", "fleet.replicas 0"},
+		{"unknown policy", "round-robin,", "round-robbin,", "policies[0]"},
+		{"bad policy param", "block_size: 64", "block_sise: 64", `unknown field "block_sise"`},
+		{"invalid policy value", "block_size: 64", "block_size: -1", "block_size -1"},
+		{"bad workload kind", "kind: shared-prefix", "kind: shared-prefixes", "shared-prefixes"},
+		{"negative rate", "rate: 10", "rate: -1", "rate"},
+		{"no cap", "requests: 50\n", "", "requests or duration"},
+		{"bad duration", "metrics_interval: 50ms", "metrics_interval: fast", "metrics_interval"},
+		{"not yaml", "name: t", "name: [t", "t.yaml"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(base, tc.from, tc.to, 1)
+			if src == base {
+				t.Fatalf("replacement %q not found", tc.from)
+			}
+			_, err := Parse([]byte(src), "t.yaml")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if msg := err.Error(); !strings.Contains(msg, tc.want) || !strings.Contains(msg, "t.yaml") {
+				t.Fatalf("error %q: want it to mention %q and the file name", msg, tc.want)
+			}
+		})
+	}
+}
+
+func TestEmbeddedDefaultIsValid(t *testing.T) {
+	points, err := Parse(defaultConfig, "default.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 3 || len(points[0].Policies) != 12 || points[0].Fleet.Replicas != 8 {
+		t.Fatalf("default sweep: %d points, %d policies, %d replicas", len(points), len(points[0].Policies), points[0].Fleet.Replicas)
+	}
+}

@@ -1,0 +1,106 @@
+// Command simulate runs a discrete-event simulation sweep of routing policies over a simulated
+// vLLM fleet and writes a comparison report. With no flags it runs the embedded default sweep.
+//
+//	go run ./cmd/simulate                      # the default sweep, report in out/default
+//	go run ./cmd/simulate -config FILE -out DIR
+//	go run ./cmd/simulate -list                # policies, GPUs, models, workload kinds
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"syscall"
+	"time"
+
+	"kvroute/results"
+)
+
+//go:embed default.yaml
+var defaultConfig []byte
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type options struct {
+	config, out string
+	list, quiet bool
+	parallel    int
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.config, "config", "", "sweep file (YAML); empty runs the embedded default sweep")
+	fs.StringVar(&o.out, "out", "", "results directory (default out/<name>)")
+	fs.BoolVar(&o.list, "list", false, "list policies, GPUs, models and workload kinds, then exit")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "runs simulated at once")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	o.parallel = max(o.parallel, 1)
+	return o, nil
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if err != nil {
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.list {
+		printList(stdout)
+		return 0
+	}
+	data, name := defaultConfig, "default.yaml (embedded)"
+	if o.config != "" {
+		if data, err = os.ReadFile(o.config); err != nil {
+			log.Error("reading the sweep file", "err", err)
+			return 2
+		}
+		name = o.config
+	}
+	points, err := Parse(data, name)
+	if err != nil {
+		fmt.Fprintln(stderr, "simulate: invalid sweep file:\n"+err.Error())
+		return 2
+	}
+	if o.out == "" {
+		o.out = filepath.Join("out", points[0].Name)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	start := time.Now()
+	runs, err := sweep(ctx, plan(points), o, stderr, log)
+	if werr := writeResults(o.out, runs, points); werr != nil {
+		log.Error("writing results", "dir", o.out, "err", werr)
+		return 1
+	}
+	done := completed(runs)
+	if err := results.WriteTable(stdout, done); err != nil {
+		log.Error("printing the table", "err", err)
+	}
+	log.Info("sweep finished", "runs", len(done), "of", len(runs), "dir", o.out, "wall", time.Since(start).Round(time.Millisecond))
+	if err != nil {
+		log.Error("sweep stopped", "err", err)
+		if errors.Is(err, context.Canceled) {
+			return 130
+		}
+		return 1
+	}
+	return 0
+}

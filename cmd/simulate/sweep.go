@@ -1,0 +1,241 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
+	"go.yaml.in/yaml/v3"
+
+	"kvroute/gpumodel"
+	"kvroute/results"
+	"kvroute/router"
+	"kvroute/workloads"
+)
+
+// sweep runs the jobs o.parallel at a time. The returned slice has one entry per job, in job
+// order; a job that did not finish (cancelled or failed) leaves its entry without a name.
+// Each job's requests go to a part file in o.out, joined into requests.csv by writeResults.
+func sweep(ctx context.Context, jobs []job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return nil, err
+	}
+	runs := make([]results.Run, len(jobs))
+	bars := newProgress(o, stderr, len(jobs))
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	work := make(chan job)
+	var wg sync.WaitGroup
+	for range min(o.parallel, len(jobs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range work {
+				run, err := executeToPart(ctx, j, o.out, bars.start(j))
+				if err != nil {
+					cancel(err)
+					continue
+				}
+				runs[j.index] = run
+				bars.done(j, run, log)
+			}
+		}()
+	}
+	for _, j := range jobs {
+		select {
+		case work <- j:
+		case <-ctx.Done():
+		}
+	}
+	close(work)
+	wg.Wait()
+	bars.wait()
+	return runs, context.Cause(ctx)
+}
+
+// executeToPart runs j with its request rows in a part file.
+func executeToPart(ctx context.Context, j job, dir string, tick func()) (results.Run, error) {
+	f, err := os.Create(partPath(dir, j.index))
+	if err != nil {
+		return results.Run{}, err
+	}
+	w := bufio.NewWriterSize(f, 1<<16)
+	run, err := execute(ctx, j, w, tick)
+	if ferr := w.Flush(); err == nil {
+		err = ferr
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return run, err
+}
+
+func partPath(dir string, i int) string {
+	return filepath.Join(dir, fmt.Sprintf(".requests-%04d.csv", i))
+}
+
+// writeResults writes the report for the finished runs and joins their request parts.
+func writeResults(dir string, runs []results.Run, points []Point) error {
+	cfg, err := resolvedConfig(points)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if err := results.WriteDir(dir, completed(runs), cfg); err != nil {
+		return err
+	}
+	return joinParts(dir, runs)
+}
+
+// joinParts concatenates the finished runs' part files, header once, into requests.csv.
+func joinParts(dir string, runs []results.Run) error {
+	out, err := os.Create(filepath.Join(dir, results.RequestsFile))
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(out, 1<<16)
+	header := true
+	for i, r := range runs {
+		part := partPath(dir, i)
+		if r.Name != "" {
+			if err := appendPart(w, part, header); err != nil {
+				out.Close()
+				return err
+			}
+			header = false
+		}
+		os.Remove(part)
+	}
+	if err := w.Flush(); err != nil {
+		out.Close()
+		return err
+	}
+	return out.Close()
+}
+
+func appendPart(w *bufio.Writer, path string, header bool) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if !header {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			data = data[i+1:]
+		}
+	}
+	_, err = w.Write(data)
+	return err
+}
+
+func completed(runs []results.Run) []results.Run {
+	var out []results.Run
+	for _, r := range runs {
+		if r.Name != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// resolvedConfig is config.yaml: every point with its defaults filled in and its seeds.
+func resolvedConfig(points []Point) ([]byte, error) {
+	type resolved struct {
+		Point        string           `yaml:"point"`
+		WorkloadSeed uint64           `yaml:"workload_seed"`
+		RouterSeed   uint64           `yaml:"router_seed"`
+		File         File             `yaml:",inline"`
+		Resolved     workloads.Config `yaml:"resolved_workload"`
+	}
+	var doc []resolved
+	for _, p := range points {
+		ws, rs := p.seeds()
+		doc = append(doc, resolved{Point: p.Label(), WorkloadSeed: ws, RouterSeed: rs, File: p.File, Resolved: p.workload().Resolve()})
+	}
+	return yaml.Marshal(map[string]any{"points": doc})
+}
+
+// progress shows mpb bars on a terminal and log lines otherwise.
+type progress struct {
+	p     *mpb.Progress
+	total *mpb.Bar
+	log   bool
+}
+
+func newProgress(o options, stderr io.Writer, n int) *progress {
+	f, ok := stderr.(*os.File)
+	if o.quiet {
+		return &progress{}
+	}
+	if !ok || !isTerminal(f) {
+		return &progress{log: true}
+	}
+	p := mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(40))
+	total := p.AddBar(int64(n), mpb.PrependDecorators(decor.Name("runs "), decor.CountersNoUnit("%d/%d")),
+		mpb.AppendDecorators(decor.Elapsed(decor.ET_STYLE_GO)))
+	return &progress{p: p, total: total}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+// start returns the tick function for j's finished requests.
+func (g *progress) start(j job) func() {
+	if g.p == nil {
+		return func() {}
+	}
+	bar := g.p.AddBar(int64(max(j.point.Requests, 0)), mpb.BarRemoveOnComplete(),
+		mpb.PrependDecorators(decor.Name(j.name+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d")))
+	return func() { bar.Increment() }
+}
+
+func (g *progress) done(j job, run results.Run, log *slog.Logger) {
+	switch {
+	case g.total != nil:
+		g.total.Increment()
+	case g.log:
+		m := run.Metrics
+		log.Info("run finished", "run", j.name, "requests", m.Requests, "ttft_p99_ms", m.TTFT.P99, "hit_rate", fmt.Sprintf("%.3f", m.HitRate))
+	}
+}
+
+func (g *progress) wait() {
+	if g.p != nil {
+		g.total.SetTotal(-1, true)
+		g.p.Shutdown()
+	}
+}
+
+// printList prints what a sweep file can name.
+func printList(w io.Writer) {
+	fmt.Fprintln(w, "policies:")
+	for _, n := range router.Builtin().Names() {
+		fmt.Fprintln(w, "  "+n)
+	}
+	cat := gpumodel.DefaultCatalog()
+	fmt.Fprintln(w, "gpus:")
+	for _, g := range cat.GPUs() {
+		fmt.Fprintln(w, "  "+g.Name)
+	}
+	fmt.Fprintln(w, "models:")
+	for _, m := range cat.Models() {
+		fmt.Fprintln(w, "  "+m.Name)
+	}
+	fmt.Fprintln(w, "workload kinds:")
+	for _, k := range []workloads.Kind{workloads.KindSharedPrefix, workloads.KindSyntheticChat, workloads.KindShareGPT,
+		workloads.KindMooncake, workloads.KindAzure, workloads.KindMix} {
+		fmt.Fprintln(w, "  "+string(k))
+	}
+	fmt.Fprintln(w, "arrival processes:\n  poisson\n  gamma\n  constant\n  immediate\n  trace")
+}

@@ -1,0 +1,177 @@
+package results
+
+import (
+	"math"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+const ms = time.Millisecond
+
+func TestCollectorMetricDefinitions(t *testing.T) {
+	// Two completed requests and one failure; the expected values follow vllm bench serve.
+	recs := []Record{
+		{ID: "a", Tenant: "x", Status: StatusCompleted, Arrival: 0, FirstToken: 100 * ms, Finish: 1100 * ms, PromptTokens: 100, CachedTokens: 50, OutputTokens: 11},
+		{ID: "b", Tenant: "y", Status: StatusCompleted, Arrival: 1000 * ms, FirstToken: 1400 * ms, Finish: 3000 * ms, PromptTokens: 300, CachedTokens: 0, OutputTokens: 5},
+		{ID: "c", Tenant: "x", Status: StatusFailed, Arrival: 2000 * ms, Finish: 2500 * ms},
+	}
+	cases := []struct {
+		name    string
+		steps   []time.Duration // AddITL gaps, one token each; none: ITL falls back to TPOT
+		wantITL Dist
+	}{
+		{"itl from tpot", nil, Dist{Mean: 2600.0 / 14, P50: 100, P90: 400, P99: 400}}, // 10 gaps of 100 ms, 4 of 400
+		{"itl from steps", []time.Duration{10 * ms, 20 * ms, 30 * ms, 40 * ms}, Dist{Mean: 25, P50: 20, P90: 40, P99: 40}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCollector(CollectorOpts{Name: "r", Policy: "p"})
+			for _, d := range tc.steps {
+				c.AddITL(d, 1)
+			}
+			for i := range recs {
+				c.Add(&recs[i])
+			}
+			m := c.Run().Metrics
+			checks := []struct {
+				name      string
+				got, want float64
+			}{
+				{"requests", float64(m.Requests), 3}, {"completed", float64(m.Completed), 2}, {"failed", float64(m.Failed), 1},
+				{"duration_s (last finish − first arrival)", m.DurationS, 3},
+				{"throughput_rps", m.ThroughputRPS, 2.0 / 3}, {"output_tokens_per_s", m.OutputTokensPerS, 16.0 / 3},
+				{"ttft mean (first token − arrival)", m.TTFT.Mean, 250}, {"ttft p99", m.TTFT.P99, 400},
+				{"tpot mean ((e2e − ttft)/(out − 1))", m.TPOT.Mean, 250}, {"tpot p50", m.TPOT.P50, 100},
+				{"e2e mean (finish − arrival)", m.E2E.Mean, 1550}, {"e2e p99", m.E2E.P99, 2000},
+				{"hit_rate (token-weighted)", m.HitRate, 50.0 / 400},
+				{"itl mean", m.ITL.Mean, tc.wantITL.Mean}, {"itl p50", m.ITL.P50, tc.wantITL.P50}, {"itl p99", m.ITL.P99, tc.wantITL.P99},
+			}
+			for _, ck := range checks {
+				if !near(ck.got, ck.want, 0.006) {
+					t.Errorf("%s = %v, want %v", ck.name, ck.got, ck.want)
+				}
+			}
+		})
+	}
+}
+
+// near reports whether got is within a relative tolerance tol of want.
+func near(got, want, tol float64) bool {
+	return math.Abs(got-want) <= tol*math.Max(math.Abs(want), 1e-9)
+}
+
+func TestCollectorRequestRate(t *testing.T) {
+	cases := []struct {
+		name     string
+		offered  float64
+		arrivals []time.Duration
+		want     float64
+	}{
+		{"measured", 0, []time.Duration{0, 500 * ms, 1000 * ms, 1500 * ms}, 2},
+		{"offered wins", 7, []time.Duration{0, 500 * ms}, 7},
+		{"one arrival", 0, []time.Duration{time.Second}, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCollector(CollectorOpts{RequestRate: tc.offered})
+			for _, a := range tc.arrivals {
+				c.Add(&Record{Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + 2*ms, OutputTokens: 1})
+			}
+			if got := c.Run().RequestRate; !near(got, tc.want, 1e-12) {
+				t.Errorf("RequestRate = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCollectorServiceSeries(t *testing.T) {
+	spec := fixtureSpecs[0]
+	recs := fixtureRecords(spec, 9, 200)
+	collect := func(width time.Duration, maxBuckets int, order []Record) Run {
+		c := NewCollector(CollectorOpts{BucketWidth: width, MaxBuckets: maxBuckets})
+		for i := range order {
+			c.Add(&order[i])
+		}
+		return c.Run()
+	}
+	grown := collect(time.Second, 8, recs) // starts at 1 s and doubles as the run outgrows 8 buckets
+	s := grown.Series
+	if s.Buckets() > 8 || s.BucketS <= 1 {
+		t.Fatalf("%d buckets of %v s, want at most 8 wider than 1 s", s.Buckets(), s.BucketS)
+	}
+	direct := collect(time.Duration(s.BucketS*1e9), 8, recs)
+	if !reflect.DeepEqual(direct.Series, s) {
+		t.Errorf("doubling the width changed the series:\ngrown  %+v\ndirect %+v", s, direct.Series)
+	}
+	reversed := slices.Clone(recs)
+	slices.Reverse(reversed)
+	if back := collect(time.Second, 8, reversed); !reflect.DeepEqual(back.Series, s) {
+		t.Errorf("record order changed the series")
+	}
+	var prompt, output int64
+	total := map[string]float64{}
+	for _, r := range recs {
+		if r.Status == StatusCompleted {
+			prompt += int64(r.PromptTokens)
+			output += int64(r.OutputTokens)
+		}
+	}
+	var gotP, gotO int64
+	for _, tn := range s.Tenants() {
+		for i := range s.Buckets() {
+			gotP += at(s.PromptTokens[tn], i)
+			gotO += at(s.OutputTokens[tn], i)
+			total[tn] += s.Service(tn, i)
+		}
+	}
+	if gotP != prompt || gotO != output {
+		t.Errorf("series holds %d prompt and %d output tokens, records %d and %d", gotP, gotO, prompt, output)
+	}
+	if j := Jain(total); !near(j, grown.Metrics.JainFairness, 1e-12) {
+		t.Errorf("Jain over the series %v, metrics say %v", j, grown.Metrics.JainFairness)
+	}
+}
+
+func TestCollectorSpreadsOutputOverDecoding(t *testing.T) {
+	c := NewCollector(CollectorOpts{})
+	// Ten output tokens decoded from 0.5 s to 3.5 s: by the ends of the 1 s buckets,
+	// ⌊10·(t−0.5)/3⌋ = 1, 5, 8 and then all 10 are done.
+	c.Add(&Record{Tenant: "a", Status: StatusCompleted, Arrival: 0, FirstToken: 500 * ms, Finish: 3500 * ms, PromptTokens: 7, OutputTokens: 10})
+	s := c.Run().Series
+	if got, want := s.PromptTokens["a"], []int64{7, 0, 0, 0}; !slices.Equal(got, want) {
+		t.Errorf("prompt tokens %v, want %v", got, want)
+	}
+	if got, want := s.OutputTokens["a"], []int64{1, 4, 3, 2}; !slices.Equal(got, want) {
+		t.Errorf("output tokens %v, want %v", got, want)
+	}
+}
+
+func TestHistogramCDF(t *testing.T) {
+	var h Histogram
+	if h.CDF() != nil {
+		t.Fatal("empty histogram has a CDF")
+	}
+	for i := 1; i <= 1000; i++ {
+		h.Add(time.Duration(i)*ms, 1)
+	}
+	cdf := h.CDF()
+	if n := len(cdf); n < 50 || n > 600 {
+		t.Errorf("%d points, want a few hundred at most", n)
+	}
+	last := cdf[len(cdf)-1]
+	if last.Frac != 1 || last.Ms != 1000 {
+		t.Errorf("last point %+v, want {1000 1}", last)
+	}
+	for i := 1; i < len(cdf); i++ {
+		if cdf[i].Ms < cdf[i-1].Ms || cdf[i].Frac <= cdf[i-1].Frac {
+			t.Fatalf("not increasing at %d: %+v then %+v", i, cdf[i-1], cdf[i])
+		}
+	}
+	for _, p := range cdf { // the fraction at x is within one bucket (1%) of x/1000
+		if want := p.Ms / 1000; math.Abs(p.Frac-want) > 0.011*want+0.002 {
+			t.Errorf("F(%v ms) = %v, want about %v", p.Ms, p.Frac, want)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package results
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// summaryColumns is summary.csv's header; the order is fixed.
+var summaryColumns = []string{
+	"name", "policy", "group", "request_rate", "labels",
+	"requests", "completed", "failed", "duration_s", "throughput_rps", "input_tokens_per_s", "output_tokens_per_s",
+	"ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
+	"tpot_ms_mean", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
+	"itl_ms_mean", "itl_ms_p50", "itl_ms_p90", "itl_ms_p99",
+	"e2e_ms_mean", "e2e_ms_p50", "e2e_ms_p90", "e2e_ms_p99",
+	"hit_rate", "jain_fairness", "preemptions", "retries", "prefix_split_rate",
+	"slo_ttft_ms", "slo_tpot_ms", "slo_e2e_ms", "goodput_requests", "goodput_fraction", "goodput_rps",
+	"reasons", "scenario",
+}
+
+// WriteSummaryCSV writes one row per run under a fixed header: the flattened metrics, then
+// the decision-branch counts and the scenario as compact JSON objects. Goodput cells are
+// empty when the run had no SLO.
+func WriteSummaryCSV(w io.Writer, runs []Run) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(summaryColumns); err != nil {
+		return fmt.Errorf("results: summary.csv: %w", err)
+	}
+	for i := range runs {
+		row, err := summaryRow(&runs[i])
+		if err != nil {
+			return err
+		}
+		if err := cw.Write(row); err != nil {
+			return fmt.Errorf("results: summary.csv: %w", err)
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+func summaryRow(r *Run) ([]string, error) {
+	m := &r.Metrics
+	row := []string{r.Name, r.Policy, r.Group, ff(r.RequestRate), strings.Join(r.Labels, ";"),
+		strconv.Itoa(m.Requests), strconv.Itoa(m.Completed), strconv.Itoa(m.Failed),
+		ff(m.DurationS), ff(m.ThroughputRPS), ff(m.InputTokensPerS), ff(m.OutputTokensPerS)}
+	for _, d := range []Dist{m.TTFT, m.TPOT, m.ITL, m.E2E} {
+		row = append(row, ff(d.Mean), ff(d.P50), ff(d.P90), ff(d.P99))
+	}
+	row = append(row, ff(m.HitRate), ff(m.JainFairness), strconv.Itoa(m.Preemptions), strconv.Itoa(m.Retries), ff(m.PrefixSplitRate))
+	if g := m.Goodput; g != nil {
+		row = append(row, ff(g.SLO.TTFTMs), ff(g.SLO.TPOTMs), ff(g.SLO.E2EMs), strconv.Itoa(g.Good), ff(g.Fraction), ff(g.RPS))
+	} else {
+		row = append(row, "", "", "", "", "", "")
+	}
+	reasons, err := json.Marshal(m.Reasons)
+	if err != nil {
+		return nil, fmt.Errorf("results: summary.csv: run %q reasons: %w", r.Name, err)
+	}
+	if m.Reasons == nil {
+		reasons = []byte("{}")
+	}
+	scen := []byte("{}")
+	if r.Scenario != nil {
+		if scen, err = json.Marshal(r.Scenario); err != nil {
+			return nil, fmt.Errorf("results: summary.csv: run %q scenario: %w", r.Name, err)
+		}
+	}
+	return append(row, string(reasons), string(scen)), nil
+}
+
+// ff formats a float in its shortest exact form.
+func ff(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// requestColumns is requests.csv's header: a run name, every Record field, then the derived
+// latencies. Times are milliseconds from the start of the run.
+var requestColumns = []string{
+	"run", "id", "tenant", "session", "turn", "prefix_group", "endpoint", "reason", "status", "error",
+	"arrival_ms", "first_token_ms", "finish_ms", "prompt_tokens", "cached_tokens", "output_tokens",
+	"preemptions", "retries", "ttft_ms", "tpot_ms", "e2e_ms",
+}
+
+// RequestsCSV streams records to requests.csv as they complete. Rows appear in the order
+// Write is called, so a caller that runs several simulations at once should give each its own
+// writer (or buffer) to keep the file deterministic.
+type RequestsCSV struct {
+	w *csv.Writer
+}
+
+// NewRequestsCSV writes the header to w and returns the writer.
+func NewRequestsCSV(w io.Writer) (*RequestsCSV, error) {
+	c := &RequestsCSV{w: csv.NewWriter(w)}
+	if err := c.w.Write(requestColumns); err != nil {
+		return nil, fmt.Errorf("results: requests.csv: %w", err)
+	}
+	return c, nil
+}
+
+// Write appends r as a row of run. TTFT and TPOT cells are empty when not defined.
+func (c *RequestsCSV) Write(run string, r *Record) error {
+	opt := func(d time.Duration, ok bool) string {
+		if !ok {
+			return ""
+		}
+		return msString(d)
+	}
+	ft := ""
+	if r.FirstToken > 0 {
+		ft = msString(r.FirstToken)
+	}
+	row := []string{run, r.ID, r.Tenant, r.Session, strconv.Itoa(r.Turn), r.PrefixGroup, r.Endpoint, r.Reason,
+		string(r.Status), r.Error, msString(r.Arrival), ft, msString(r.Finish),
+		strconv.Itoa(r.PromptTokens), strconv.Itoa(r.CachedTokens), strconv.Itoa(r.OutputTokens),
+		strconv.Itoa(r.Preemptions), strconv.Itoa(r.Retries),
+		opt(r.TTFT()), opt(r.TPOT()), msString(r.Finish - r.Arrival)}
+	if err := c.w.Write(row); err != nil {
+		return fmt.Errorf("results: requests.csv: %w", err)
+	}
+	return nil
+}
+
+// Flush writes any buffered rows to the underlying writer.
+func (c *RequestsCSV) Flush() error {
+	c.w.Flush()
+	if err := c.w.Error(); err != nil {
+		return fmt.Errorf("results: requests.csv: %w", err)
+	}
+	return nil
+}
+
+// msString formats d in milliseconds, exactly (to the nanosecond).
+func msString(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/1e6, 'f', -1, 64)
+}

@@ -1,0 +1,133 @@
+package results
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// groupPlan is one scenario group's runs, split by load level: the unit report.md and the
+// plots are organised by.
+type groupPlan struct {
+	name     string
+	slug     string
+	runs     []*Run
+	levels   []level
+	policies []string // sorted; a policy's index picks its colour in every plot of the group
+}
+
+// level is the runs of a group at one load level, in input order.
+type level struct {
+	key  string
+	rate float64
+	runs []*Run
+}
+
+// planRuns groups runs by scenario group (sorted by name) and load level (ascending rate).
+func planRuns(runs []Run) []groupPlan {
+	byGroup := map[string]*groupPlan{}
+	var names []string
+	for i := range runs {
+		r := &runs[i]
+		g := byGroup[r.group()]
+		if g == nil {
+			g = &groupPlan{name: r.group()}
+			byGroup[g.name] = g
+			names = append(names, g.name)
+		}
+		g.runs = append(g.runs, r)
+	}
+	slices.Sort(names)
+	slugs := newSlugger()
+	out := make([]groupPlan, 0, len(names))
+	for _, n := range names {
+		g := byGroup[n]
+		g.slug = slugs.unique(n)
+		g.levels = levelsOf(g.runs)
+		for _, r := range g.runs {
+			if !slices.Contains(g.policies, r.Policy) {
+				g.policies = append(g.policies, r.Policy)
+			}
+		}
+		slices.Sort(g.policies)
+		out = append(out, *g)
+	}
+	return out
+}
+
+func levelsOf(runs []*Run) []level {
+	var out []level
+	for _, r := range runs {
+		k := loadKey(r.RequestRate)
+		i := slices.IndexFunc(out, func(l level) bool { return l.key == k })
+		if i < 0 {
+			out = append(out, level{key: k, rate: r.RequestRate})
+			i = len(out) - 1
+		}
+		out[i].runs = append(out[i].runs, r)
+	}
+	slices.SortStableFunc(out, func(a, b level) int {
+		switch {
+		case a.rate < b.rate:
+			return -1
+		case a.rate > b.rate:
+			return 1
+		}
+		return strings.Compare(a.key, b.key)
+	})
+	return out
+}
+
+// policyIndex returns the colour index of policy in g.
+func (g *groupPlan) policyIndex(policy string) int {
+	i, _ := slices.BinarySearch(g.policies, policy)
+	return i
+}
+
+// label names r among runs: its policy, or its name when another run there shares the policy.
+func label(r *Run, runs []*Run) string {
+	for _, o := range runs {
+		if o != r && o.Policy == r.Policy {
+			return r.Name
+		}
+	}
+	return r.Policy
+}
+
+// slugger makes file-name-safe, unique slugs.
+type slugger map[string]bool
+
+func newSlugger() slugger { return slugger{} }
+
+// unique returns s lowercased with every run of characters other than [a-z0-9._] replaced by
+// one '-', suffixed with -2, -3, … when taken.
+func (u slugger) unique(s string) string {
+	var b strings.Builder
+	dash := false
+	for _, c := range strings.ToLower(s) {
+		ok := c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '.' || c == '_'
+		switch {
+		case ok:
+			b.WriteRune(c)
+			dash = false
+		case !dash && b.Len() > 0:
+			b.WriteByte('-')
+			dash = true
+		}
+	}
+	base := strings.Trim(b.String(), "-.")
+	if base == "" {
+		base = "x"
+	}
+	slug := base
+	for n := 2; u[slug]; n++ {
+		slug = fmt.Sprintf("%s-%d", base, n)
+	}
+	u[slug] = true
+	return slug
+}
+
+// rateSlug is a load level in a file name: "r" and the rate with '.' as 'p'.
+func rateSlug(key string) string {
+	return "r" + strings.NewReplacer(".", "p", "+", "").Replace(key)
+}
