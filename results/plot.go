@@ -3,6 +3,7 @@ package results
 import (
 	"bytes"
 	"fmt"
+	"image/color"
 	"slices"
 
 	"gonum.org/v1/plot"
@@ -10,6 +11,7 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // figure is one rendered plot and where report.md places it.
@@ -22,11 +24,22 @@ type figure struct {
 	png     []byte
 }
 
-// Plot sizes: wide enough for a legend beside five policies, small enough for a report.
+// Plot sizes: the plot area plus a legend column beside it.
 const (
-	plotW = 6 * vg.Inch
-	plotH = 4 * vg.Inch
+	plotW   = 8 * vg.Inch
+	plotH   = 4 * vg.Inch
+	legendW = 2 * vg.Inch
 )
+
+// palette holds twelve colours that stay distinguishable side by side (Tableau 10 plus two);
+// policy i gets palette[i%12], and from the 13th policy on a dash pattern as well.
+var palette = []color.RGBA{
+	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
+	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
+	{188, 189, 34, 255}, {23, 190, 207, 255}, {0, 0, 0, 255}, {255, 215, 0, 255},
+}
+
+func policyColor(i int) color.Color { return palette[i%len(palette)] }
 
 // buildFigures renders every plot of the plan in a fixed order.
 func buildFigures(plan []groupPlan) ([]figure, error) {
@@ -61,7 +74,7 @@ func groupFigures(g *groupPlan) ([]figure, error) {
 		if p == nil {
 			return nil
 		}
-		b, err := plotPNG(p, h)
+		b, err := plotPNG(p, h, kind != "reasons")
 		if err != nil {
 			return fmt.Errorf("results: %s plot of group %q: %w", kind, g.name, err)
 		}
@@ -90,15 +103,27 @@ func groupFigures(g *groupPlan) ([]figure, error) {
 	return figs, nil
 }
 
-// plotPNG renders p as a PNG; gonum/plot's rasteriser and image/png are deterministic, so the
-// same plot gives the same bytes.
-func plotPNG(p *plot.Plot, h vg.Length) ([]byte, error) {
-	wt, err := p.WriterTo(plotW, h, "png")
-	if err != nil {
-		return nil, err
+// plotPNG renders p as a PNG, with its legend (when legend is set) in a column to the right
+// of the plot area, so that no line is hidden behind it. gonum/plot's rasteriser and image/png are deterministic:
+// the same plot gives the same bytes.
+func plotPNG(p *plot.Plot, h vg.Length, legend bool) ([]byte, error) {
+	img := vgimg.PngCanvas{Canvas: vgimg.New(plotW, h)}
+	dc := draw.New(img)
+	if !legend {
+		p.Draw(dc)
+		var buf bytes.Buffer
+		_, err := img.WriteTo(&buf)
+		return buf.Bytes(), err
 	}
+	leg := p.Legend
+	p.Legend = plot.NewLegend()
+	p.Draw(draw.Crop(dc, 0, -legendW, 0, 0))
+	leg.Top, leg.Left = true, true
+	leg.YOffs = -p.Title.TextStyle.Height(p.Title.Text) - vg.Points(8)
+	leg.Draw(draw.Crop(dc, plotW-legendW+vg.Points(6), 0, 0, 0))
+	p.Legend = leg
 	var buf bytes.Buffer
-	if _, err := wt.WriteTo(&buf); err != nil {
+	if _, err := img.WriteTo(&buf); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
@@ -122,8 +147,8 @@ func addLine(p *plot.Plot, name string, xys plotter.XYs, i, dash int, points boo
 	if err != nil {
 		return err
 	}
-	l.Color = plotutil.Color(i)
-	l.Dashes = plotutil.Dashes(dash)
+	l.Color = policyColor(i)
+	l.Dashes = plotutil.Dashes(dash + i/len(palette))
 	l.Width = vg.Points(1.5)
 	p.Add(l)
 	if points {
@@ -163,7 +188,7 @@ func cdfPlot(g *groupPlan, l level) *plot.Plot {
 	if n == 0 {
 		return nil
 	}
-	p.Legend.Left, p.Legend.Top = false, false
+
 	return p
 }
 
@@ -180,9 +205,13 @@ type loadMetric struct {
 }
 
 var againstLoad = []loadSeries{
-	{"ttft", "p50 and p99 TTFT against load", "TTFT (ms)", []loadMetric{
-		{" p99", 0, func(r *Run) (float64, bool) { return r.Metrics.TTFT.P99, r.Metrics.Completed > 0 }},
-		{" p50", 1, func(r *Run) (float64, bool) { return r.Metrics.TTFT.P50, r.Metrics.Completed > 0 }},
+	{"ttft", "p99 (solid) and p50 (dashed) TTFT against load", "TTFT (ms, log scale)", []loadMetric{
+		{" p99", 0, func(r *Run) (float64, bool) {
+			return r.Metrics.TTFT.P99, r.Metrics.Completed > 0 && r.Metrics.TTFT.P99 > 0
+		}},
+		{" p50", 1, func(r *Run) (float64, bool) {
+			return r.Metrics.TTFT.P50, r.Metrics.Completed > 0 && r.Metrics.TTFT.P50 > 0
+		}},
 	}},
 	{"hit-rate", "Prefix-cache hit rate against load", "hit rate (token-weighted)", []loadMetric{
 		{"", 0, func(r *Run) (float64, bool) { return r.Metrics.HitRate, true }},
@@ -226,18 +255,14 @@ func vsRatePlot(g *groupPlan, s loadSeries) *plot.Plot {
 	if n == 0 {
 		return nil
 	}
-	p.Y.Min = 0
-	p.Y.Max = legendRoom(top, n)
-	return p
-}
-
-// legendRoom returns an axis maximum that leaves room above data reaching top for a legend of
-// n entries at the top of the plot.
-func legendRoom(top float64, n int) float64 {
-	if top <= 0 {
-		return 1
+	if s.kind == "ttft" {
+		p.Y.Scale = plot.LogScale{}
+		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+		return p
 	}
-	return top * (1 + 0.08*float64(n+1))
+	p.Y.Min = 0
+	p.Y.Max = max(top*1.05, 1e-9)
+	return p
 }
 
 // reasonsPlot draws each run's decision-branch counts at level l as horizontal bars, one
@@ -276,7 +301,7 @@ func reasonsPlot(g *groupPlan, l level) (*plot.Plot, vg.Length) {
 		}
 		bc.Horizontal = true
 		bc.XMin = float64(top)
-		bc.Color = plotutil.Color(g.policyIndex(b.run.Policy))
+		bc.Color = policyColor(g.policyIndex(b.run.Policy))
 		bc.LineStyle.Width = 0
 		p.Add(bc)
 	}

@@ -49,7 +49,7 @@ func servicePNG(r *Run) ([]byte, error) {
 			return nil, err
 		}
 	}
-	top.Y.Min, top.Y.Max = 0, legendRoom(peak, len(lines))
+	top.Y.Min, top.Y.Max = 0, max(peak*1.05, 1e-9)
 	var jain plotter.XYs
 	for i := range n {
 		if j, ok := s.JainAt(i); ok {
