@@ -97,11 +97,16 @@ func (p *CHWBL) Pick(req *Request, s *Snapshot) (Decision, error) {
 		}
 		return 0
 	})
-	total := 0
+	total, minLoad := 0, math.MaxInt
 	for _, i := range p.cand {
 		total += s.Endpoints[i].InFlight
+		minLoad = min(minLoad, s.Endpoints[i].InFlight)
 	}
 	bound := float64(total+1) / float64(len(p.cand)) * p.cfg.LoadFactor
+	if float64(minLoad+1) > bound {
+		// No endpoint can pass: the walk would visit the whole ring and fall back to the first.
+		return Decision{Index: p.cand[p.ring[start%len(p.ring)].pos], Reason: ReasonRingSaturated}, nil
+	}
 	first := -1
 	for k := range len(p.ring) {
 		i := p.cand[p.ring[(start+k)%len(p.ring)].pos]

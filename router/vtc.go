@@ -188,8 +188,7 @@ func (p *VTC) charge(tenant string, unit int64, tokens float64) {
 func (p *VTC) extremes(unit int64) (lo, hi float64) {
 	lo, hi = math.Inf(1), 0
 	cutoff := unit - int64(p.cfg.Window/p.cfg.BucketWidth)
-	for _, name := range sortedKeys(p.tenants) {
-		w := p.tenants[name]
+	for name, w := range p.tenants { // min, max and deletion do not depend on the order
 		w.prune(cutoff)
 		if len(w.buckets) == 0 {
 			delete(p.tenants, name)
