@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -83,5 +85,22 @@ func TestEmbeddedDefaultIsValid(t *testing.T) {
 	}
 	if len(points) != 3 || len(points[0].Policies) != 12 || points[0].Fleet.Replicas != 8 {
 		t.Fatalf("default sweep: %d points, %d policies, %d replicas", len(points), len(points[0].Policies), points[0].Fleet.Replicas)
+	}
+}
+
+// TestExamplesParse keeps every sweep file in examples/ valid.
+func TestExamplesParse(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples (%v)", err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(data, f); err != nil {
+			t.Errorf("%v", err)
+		}
 	}
 }
