@@ -25,6 +25,11 @@ import (
 // order; a job that did not finish (cancelled or failed) leaves its entry without a name.
 // Each job's requests go to a part file in o.out, joined into requests.csv by writeResults.
 func sweep(ctx context.Context, jobs []job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
+	return sweepWith(ctx, jobs, o, stderr, log, func() {})
+}
+
+// sweepWith is sweep calling finished after each run completes (tests use it).
+func sweepWith(ctx context.Context, jobs []job, o options, stderr io.Writer, log *slog.Logger, finished func()) ([]results.Run, error) {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
 	}
@@ -46,6 +51,7 @@ func sweep(ctx context.Context, jobs []job, o options, stderr io.Writer, log *sl
 				}
 				runs[j.index] = run
 				bars.done(j, run, log)
+				finished()
 			}
 		}()
 	}
