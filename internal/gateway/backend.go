@@ -1,0 +1,97 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"kvroute/internal/openai"
+	"kvroute/router"
+)
+
+// backend is one model server. Its mutable fields are guarded by Gateway.mu; the others are
+// set at creation.
+type backend struct {
+	id                string // the normalized base URL
+	chatURL, complURL string
+	metricsURL        string
+	modelsURL         string
+	stop              chan struct{} // closed when the backend leaves the pool
+	inflightGauge     prometheus.Gauge
+	healthyGauge      prometheus.Gauge
+
+	// Guarded by Gateway.mu.
+	ready          bool
+	running        int
+	waiting        int
+	kvUsage        float64
+	numGPUBlocks   int
+	updatedAt      time.Time
+	models         []string // ids, replaced (never modified) when refetched; nil = unknown
+	modelList      []openai.Model
+	modelsAt       time.Time
+	inFlight       int
+	inFlightTokens int
+	failures       int       // consecutive failed scrapes
+	ejectedAt      time.Time // when the proxy last ejected it
+	lastErr        error
+	started        bool // its scrape loop is running
+}
+
+func newBackend(id string, m *metrics) *backend {
+	b := &backend{
+		id: id, chatURL: id + "/v1/chat/completions", complURL: id + "/v1/completions",
+		metricsURL: id + "/metrics", modelsURL: id + "/v1/models",
+		stop:          make(chan struct{}),
+		ready:         true, // optimistic until the first scrape says otherwise
+		inflightGauge: m.inflight.WithLabelValues(id),
+		healthyGauge:  m.healthy.WithLabelValues(id),
+	}
+	b.healthyGauge.Set(1)
+	return b
+}
+
+// endpoint returns the policy's view of b. Gateway.mu must be held.
+func (b *backend) endpoint() router.EndpointState {
+	return router.EndpointState{
+		ID: b.id, Ready: b.ready, Models: b.models,
+		Running: b.running, Waiting: b.waiting, KVUsage: b.kvUsage,
+		InFlight: b.inFlight, InFlightTokens: b.inFlightTokens,
+		NumGPUBlocks: b.numGPUBlocks, UpdatedAt: b.updatedAt,
+	}
+}
+
+// BackendStatus is a backend's state as the gateway sees it, for logs, tests and operators.
+type BackendStatus struct {
+	// URL is the backend's base URL, normalized; it is the policy's endpoint ID.
+	URL string
+	// Ready is false while the backend is ejected.
+	Ready bool
+	// Models lists the model ids from its /v1/models; nil until fetched.
+	Models []string
+	// Running, Waiting and KVUsage (0..1) are from the last good scrape, at UpdatedAt.
+	Running, Waiting int
+	KVUsage          float64
+	// NumGPUBlocks is its KV capacity in blocks, 0 when unknown.
+	NumGPUBlocks int
+	// UpdatedAt is when the last good scrape was read; zero before the first.
+	UpdatedAt time.Time
+	// InFlight and InFlightTokens are the gateway's own counters of unfinished requests and
+	// their prompt plus requested output tokens.
+	InFlight, InFlightTokens int
+	// Failures counts consecutive failed scrapes; LastError is the last failure, if any.
+	Failures  int
+	LastError string
+}
+
+func (b *backend) status() BackendStatus {
+	s := BackendStatus{
+		URL: b.id, Ready: b.ready, Models: b.models, Running: b.running, Waiting: b.waiting,
+		KVUsage: b.kvUsage, NumGPUBlocks: b.numGPUBlocks, UpdatedAt: b.updatedAt,
+		InFlight: b.inFlight, InFlightTokens: b.inFlightTokens, Failures: b.failures,
+	}
+	if b.lastErr != nil {
+		s.LastError = b.lastErr.Error()
+	}
+	return s
+}

@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"kvroute/internal/openai"
+	"kvroute/internal/vllm"
+)
+
+// fakeModel is the model every fake backend serves unless told otherwise.
+const fakeModel = "llama-3.1-8b"
+
+// fake is an OpenAI-compatible, vLLM-shaped backend on a loopback httptest server. It
+// streams one chunk per token, reports usage, serves /metrics with its live running count
+// and /v1/models, and can hold streams after their first token, or die mid-stream.
+type fake struct {
+	t      *testing.T
+	name   string
+	models []string
+	addr   string
+
+	mu     sync.Mutex
+	srv    *httptest.Server
+	dead   chan struct{} // closed when the current server is killed
+	bodies [][]byte      // every completion body received, as sent
+
+	running   atomic.Int64
+	served    atomic.Int64
+	hold      chan struct{} // when set, streams wait on it after their first token
+	started   chan string   // when set, receives the name after a held stream's first token
+	dieAfter  int           // when > 0, streams abort the connection after this many tokens
+	noHeaders chan struct{} // when set, handlers wait on it before writing anything
+	gone      chan struct{} // when set, receives when a handler saw its client go away
+	// abortBeforeBody makes completions send their headers, then drop the connection.
+	abortBeforeBody bool
+}
+
+func newFake(t *testing.T, name string, models ...string) *fake {
+	t.Helper()
+	if len(models) == 0 {
+		models = []string{fakeModel}
+	}
+	f := &fake{t: t, name: name, models: models}
+	f.start(nil)
+	t.Cleanup(f.kill)
+	return f
+}
+
+// start serves on ln, or on a new loopback port when ln is nil.
+func (f *fake) start(ln net.Listener) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	if ln != nil {
+		srv.Listener.Close()
+		srv.Listener = ln
+	}
+	srv.Start()
+	f.mu.Lock()
+	f.srv, f.addr, f.dead = srv, srv.Listener.Addr().String(), make(chan struct{})
+	f.mu.Unlock()
+}
+
+func (f *fake) url() string { return "http://" + f.addr }
+
+// kill closes every connection and the listener, as a crashed process would.
+func (f *fake) kill() {
+	f.mu.Lock()
+	srv := f.srv
+	f.srv = nil
+	f.mu.Unlock()
+	if srv != nil {
+		close(f.dead) // handlers holding a stream return
+		srv.Listener.Close()
+		srv.CloseClientConnections()
+		srv.Close()
+	}
+}
+
+// revive serves again on the same address.
+func (f *fake) revive() {
+	f.t.Helper()
+	ln, err := net.Listen("tcp", f.addr)
+	if err != nil {
+		f.t.Fatalf("revive %s: %v", f.name, err)
+	}
+	f.start(ln)
+}
+
+func (f *fake) lastBody() []byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if len(f.bodies) == 0 {
+		return nil
+	}
+	return f.bodies[len(f.bodies)-1]
+}
+
+func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/metrics":
+		_ = vllm.Write(w, []vllm.Engine{{Model: f.models[0], Running: int(f.running.Load()), NumGPUBlocks: 1000, BlockSize: 16}})
+	case "/v1/models":
+		list := openai.ModelList{Object: "list"}
+		for _, m := range f.models {
+			list.Data = append(list.Data, openai.Model{ID: m, Object: "model", OwnedBy: f.name})
+		}
+		_ = json.NewEncoder(w).Encode(list)
+	case "/v1/chat/completions", "/v1/completions":
+		f.complete(w, r, r.URL.Path == "/v1/chat/completions")
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+type fakeRequest struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	MaxTokens     int    `json:"max_tokens"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+}
+
+func (f *fake) complete(w http.ResponseWriter, r *http.Request, chat bool) {
+	f.running.Add(1)
+	defer f.running.Add(-1)
+	body, _ := io.ReadAll(r.Body)
+	f.mu.Lock()
+	f.bodies = append(f.bodies, body)
+	f.mu.Unlock()
+	if f.noHeaders != nil {
+		select {
+		case <-f.noHeaders:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	var req fakeRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		openai.WriteError(w, &openai.Error{Status: 400, Message: err.Error(), Type: openai.TypeInvalidRequest})
+		return
+	}
+	f.served.Add(1)
+	w.Header().Set("X-Fake-Backend", f.name)
+	if f.abortBeforeBody {
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		panic(http.ErrAbortHandler)
+	}
+	n := req.MaxTokens
+	if n == 0 {
+		n = 3
+	}
+	usage := fmt.Sprintf(`{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d,"prompt_tokens_details":{"cached_tokens":%d}}`,
+		len(body)/4, n, len(body)/4+n, len(body)/8)
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"cmpl-1","object":"chat.completion","model":%q,"choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"length"}],"usage":%s}`,
+			req.Model, bytes.Repeat([]byte("tok "), n), usage)
+		return
+	}
+	f.stream(w, r, chat, n, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, usage)
+}
+
+func (f *fake) stream(w http.ResponseWriter, r *http.Request, chat bool, n int, includeUsage bool, usage string) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	fl := w.(http.Flusher)
+	chunk := `data: {"choices":[{"index":0,"text":"tok"}]}` + "\n\n"
+	if chat {
+		fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`+"\n\n")
+		chunk = `data: {"choices":[{"index":0,"delta":{"content":"tok"}}]}` + "\n\n"
+	}
+	for i := range n {
+		fmt.Fprint(w, chunk)
+		fl.Flush()
+		if f.dieAfter > 0 && i+1 == f.dieAfter {
+			panic(http.ErrAbortHandler)
+		}
+		if i == 0 && f.hold != nil {
+			if f.started != nil {
+				f.started <- f.name
+			}
+			f.mu.Lock()
+			dead := f.dead
+			f.mu.Unlock()
+			select {
+			case <-f.hold:
+			case <-dead:
+				panic(http.ErrAbortHandler)
+			case <-r.Context().Done():
+				if f.gone != nil {
+					f.gone <- struct{}{}
+				}
+				return
+			}
+		}
+	}
+	if includeUsage {
+		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":%s}\n\n", usage)
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}

@@ -1,0 +1,240 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"reflect"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"kvroute/router"
+)
+
+// Options are a Gateway's collaborators. A nil field means a sensible default.
+type Options struct {
+	// Metrics is the registry the gateway registers its metrics on and serves at /metrics;
+	// nil means a new, private registry.
+	Metrics *prometheus.Registry
+	// Policies is the registry policies are built from; nil means router.Builtin().
+	Policies *router.Registry
+	// Transport carries proxied requests and scrapes; nil means NewTransport().
+	Transport http.RoundTripper
+	// OnHealth, when set, is called after a backend is ejected (ready false, with the error
+	// that ejected it) or re-admitted (ready true). It must not block.
+	OnHealth func(backend string, ready bool, err error)
+}
+
+// Gateway routes OpenAI requests to backends. It is safe for concurrent use.
+type Gateway struct {
+	opts      Options
+	transport http.RoundTripper
+	scraper   *http.Client
+	metrics   *metrics
+	promHTTP  http.Handler
+	draining  atomic.Bool
+	seq       atomic.Uint64
+	current   atomic.Pointer[state] // read without mu on the hot path
+	models    atomic.Pointer[modelIndex]
+
+	mu     sync.Mutex      // guards the fields below and every backend's mutable fields
+	snap   router.Snapshot // scratch: one decision at a time builds its snapshot here
+	runCtx context.Context // set while Run runs
+	loops  sync.WaitGroup
+}
+
+// state is one configuration in force: requests hold the state they started with, so a
+// reload never changes a request midway.
+type state struct {
+	cfg      Config
+	policy   router.Policy
+	observer router.Observer // policy as an Observer, or nil
+	backends []*backend
+	keys     [][]byte
+}
+
+// New builds a Gateway for cfg. It starts no goroutine: call Run to scrape the backends.
+func New(cfg Config, opts Options) (*Gateway, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	if opts.Policies == nil {
+		opts.Policies = router.Builtin()
+	}
+	if opts.Transport == nil {
+		opts.Transport = NewTransport()
+	}
+	m, err := newMetrics(opts.Metrics)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	g := &Gateway{
+		opts: opts, transport: opts.Transport, metrics: m,
+		scraper:  &http.Client{Transport: opts.Transport},
+		promHTTP: promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}),
+	}
+	st, err := g.build(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	g.install(st)
+	return g, nil
+}
+
+// NewTransport returns the transport New uses by default: keep-alive connections, many idle
+// connections per backend, no compression (bodies are relayed as they are), no proxy.
+func NewTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        4096,
+		MaxIdleConnsPerHost: 1024,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		WriteBufferSize:     16 << 10,
+		ReadBufferSize:      16 << 10,
+	}
+}
+
+// build makes the state for cfg, reusing old's policy when the policy, its params and seed
+// are unchanged, and old's backends by URL.
+func (g *Gateway) build(cfg Config, old *state) (*state, error) {
+	st := &state{cfg: cfg}
+	if old != nil && old.cfg.Policy == cfg.Policy && old.cfg.Seed == cfg.Seed && reflect.DeepEqual(old.cfg.PolicyParams, cfg.PolicyParams) {
+		st.policy = old.policy
+	} else {
+		p, err := g.opts.Policies.New(cfg.Policy, cfg.PolicyParams, cfg.Seed)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: %w", err)
+		}
+		st.policy = p
+	}
+	st.observer, _ = st.policy.(router.Observer)
+	existing := map[string]*backend{}
+	if old != nil {
+		for _, b := range old.backends {
+			existing[b.id] = b
+		}
+	}
+	for _, raw := range cfg.Backends {
+		id, _ := normalizeURL(raw) // validated
+		b := existing[id]
+		if b == nil {
+			b = newBackend(id, g.metrics)
+		}
+		st.backends = append(st.backends, b)
+	}
+	for _, k := range cfg.APIKeys {
+		st.keys = append(st.keys, []byte(k))
+	}
+	return st, nil
+}
+
+// install makes st current. Gateway.mu must be held, or g not yet shared.
+func (g *Gateway) install(st *state) {
+	g.current.Store(st)
+	g.snap.Endpoints = make([]router.EndpointState, 0, len(st.backends))
+	g.rebuildModels(st)
+}
+
+// Reload swaps in cfg without dropping requests in flight: they finish on the backends and
+// policy they started with, and their in-flight counts are released there. Backends are
+// matched by URL and keep their state; backends no longer listed stop being scraped and are
+// reported to the policy as removed. The policy is rebuilt only when its name, parameters
+// or seed change.
+func (g *Gateway) Reload(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	old := g.current.Load()
+	st, err := g.build(cfg, old)
+	if err != nil {
+		g.mu.Unlock()
+		return err
+	}
+	kept := map[*backend]bool{}
+	for _, b := range st.backends {
+		kept[b] = true
+	}
+	var removed []*backend
+	for _, b := range old.backends {
+		if !kept[b] {
+			removed = append(removed, b)
+			close(b.stop)
+		}
+	}
+	g.install(st)
+	for _, b := range st.backends {
+		g.startLoop(b)
+	}
+	g.mu.Unlock()
+	for _, b := range removed {
+		g.metrics.forget(b.id)
+		if st.observer != nil && st.policy == old.policy {
+			st.observer.Removed(b.id)
+		}
+	}
+	return nil
+}
+
+// Run scrapes every backend until ctx is done, then waits for the scrape loops to stop. It
+// returns nil after ctx is done, or an error if Run is already running.
+func (g *Gateway) Run(ctx context.Context) error {
+	g.mu.Lock()
+	if g.runCtx != nil {
+		g.mu.Unlock()
+		return errors.New("gateway: already running")
+	}
+	g.runCtx = ctx
+	for _, b := range g.current.Load().backends {
+		g.startLoop(b)
+	}
+	g.mu.Unlock()
+	<-ctx.Done()
+	g.loops.Wait()
+	g.mu.Lock()
+	g.runCtx = nil
+	for _, b := range g.current.Load().backends {
+		b.started = false
+	}
+	g.mu.Unlock()
+	return nil
+}
+
+// startLoop starts b's scrape loop if Run is running and it has none. Gateway.mu must be held.
+func (g *Gateway) startLoop(b *backend) {
+	if g.runCtx == nil || b.started {
+		return
+	}
+	b.started = true
+	g.loops.Add(1)
+	go func(ctx context.Context) {
+		defer g.loops.Done()
+		g.scrapeLoop(ctx, b)
+	}(g.runCtx)
+}
+
+// Drain marks the gateway as shutting down: /ready answers 503 from now on, so that load
+// balancers stop sending new clients while the requests in flight finish.
+func (g *Gateway) Drain() { g.draining.Store(true) }
+
+// Backends returns the status of every backend, in configuration order.
+func (g *Gateway) Backends() []BackendStatus {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	bs := g.current.Load().backends
+	out := make([]BackendStatus, len(bs))
+	for i, b := range bs {
+		out[i] = b.status()
+	}
+	return out
+}

@@ -1,0 +1,247 @@
+package gateway
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"kvroute/router"
+)
+
+// spy wraps a built-in policy and records the Observer calls it receives.
+type spy struct {
+	router.Policy
+	inner router.Observer
+
+	mu       sync.Mutex
+	routed   map[string]string // request ID → endpoint
+	finished map[string]finish // request ID → first Finished
+	calls    int               // Finished calls, duplicates included
+	removed  []string
+}
+
+type finish struct {
+	endpoint string
+	usage    router.Usage
+}
+
+func (s *spy) Routed(req *router.Request, endpoint string, now time.Time) {
+	s.mu.Lock()
+	s.routed[req.ID] = endpoint
+	s.mu.Unlock()
+	if s.inner != nil {
+		s.inner.Routed(req, endpoint, now)
+	}
+}
+
+func (s *spy) Finished(req *router.Request, endpoint string, u router.Usage, now time.Time) {
+	s.mu.Lock()
+	if _, ok := s.finished[req.ID]; !ok {
+		s.finished[req.ID] = finish{endpoint, u}
+	}
+	s.calls++
+	s.mu.Unlock()
+	if s.inner != nil {
+		s.inner.Finished(req, endpoint, u, now)
+	}
+}
+
+func (s *spy) Removed(endpoint string) {
+	s.mu.Lock()
+	s.removed = append(s.removed, endpoint)
+	s.mu.Unlock()
+	if s.inner != nil {
+		s.inner.Removed(endpoint)
+	}
+}
+
+// spyRegistry returns a registry of every built-in policy where "spy-NAME" builds NAME
+// wrapped in a spy, which is also returned through *last.
+func spyRegistry(last **spy) *router.Registry {
+	reg := router.Builtin()
+	for _, name := range router.Builtin().Names() {
+		_ = reg.Register("spy-"+name, func(params map[string]any, rng *rand.Rand) (router.Policy, error) {
+			p, err := router.Builtin().New(name, params, rng.Uint64())
+			if err != nil {
+				return nil, err
+			}
+			s := &spy{Policy: p, routed: map[string]string{}, finished: map[string]finish{}}
+			s.inner, _ = p.(router.Observer)
+			*last = s
+			return s, nil
+		})
+	}
+	return reg
+}
+
+// testConfig is a configuration for fakes with a fast scrape loop.
+func testConfig(policy string, fakes ...*fake) Config {
+	cfg := DefaultConfig()
+	cfg.Policy = policy
+	for _, f := range fakes {
+		cfg.Backends = append(cfg.Backends, f.url())
+	}
+	cfg.Health.ScrapeInterval = 5 * time.Millisecond
+	cfg.Health.FailureThreshold = 2
+	cfg.Health.MaxBackoff = 40 * time.Millisecond
+	return cfg
+}
+
+// harness is a running gateway behind a loopback server.
+type harness struct {
+	g       *Gateway
+	srv     *httptest.Server
+	reg     *prometheus.Registry
+	spy     *spy
+	health  chan healthEvent
+	handled chan struct{} // one value per request the gateway finished handling
+}
+
+type healthEvent struct {
+	backend string
+	ready   bool
+}
+
+// start builds a gateway for cfg, probes its backends once, runs its scrape loops and
+// serves it; everything stops when the test ends.
+func start(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	h := &harness{reg: prometheus.NewRegistry(), health: make(chan healthEvent, 1024), handled: make(chan struct{}, 4096)}
+	g, err := New(cfg, Options{Metrics: h.reg, Policies: spyRegistry(&h.spy), OnHealth: func(b string, ready bool, _ error) {
+		h.health <- healthEvent{b, ready}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.g = g
+	ctx, cancel := context.WithCancel(context.Background())
+	g.Probe(ctx)
+	ran := make(chan struct{})
+	go func() {
+		defer close(ran)
+		_ = g.Run(ctx)
+	}()
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { h.handled <- struct{}{} }()
+		g.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		h.srv.Close()
+		cancel()
+		<-ran
+	})
+	return h
+}
+
+// waitHealth waits until backend's health changes to ready, failing the test after 10s.
+func (h *harness) waitHealth(t *testing.T, backend string, ready bool) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case e := <-h.health:
+			if e.backend == backend && e.ready == ready {
+				return
+			}
+		case <-deadline:
+			t.Fatalf("backend %s never became ready=%v: %+v", backend, ready, h.g.Backends())
+		}
+	}
+}
+
+// waitHandled waits until the gateway has finished handling n more requests.
+func (h *harness) waitHandled(t *testing.T, n int) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for range n {
+		select {
+		case <-h.handled:
+		case <-deadline:
+			t.Fatalf("requests still being handled: %+v", h.g.Backends())
+		}
+	}
+}
+
+// assertNoInFlight fails the test unless every backend's in-flight counters are zero.
+func (h *harness) assertNoInFlight(t *testing.T) {
+	t.Helper()
+	for _, b := range h.g.Backends() {
+		if b.InFlight != 0 || b.InFlightTokens != 0 {
+			t.Errorf("backend %s: in flight %d requests, %d tokens after all requests ended", b.URL, b.InFlight, b.InFlightTokens)
+		}
+	}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   string
+	err    error
+}
+
+// post sends body to path and reads the whole response.
+func (h *harness) post(t *testing.T, path, body string, header ...string) response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	return do(h.srv.Client(), req)
+}
+
+func do(c *http.Client, req *http.Request) response {
+	resp, err := c.Do(req)
+	if err != nil {
+		return response{err: err}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return response{status: resp.StatusCode, header: resp.Header, body: string(b), err: err}
+}
+
+// events splits an SSE body into its data payloads.
+func events(body string) []string {
+	var out []string
+	sc := bufio.NewScanner(strings.NewReader(body))
+	for sc.Scan() {
+		if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+func chatBody(prompt string, stream bool, extra string) string {
+	s := `{"model":"` + fakeModel + `","max_tokens":4,"messages":[{"role":"system","content":"You are terse."},{"role":"user","content":` + quote(prompt) + `}]`
+	if stream {
+		s += `,"stream":true`
+	}
+	return s + extra + "}"
+}
+
+func quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch r {
+		case '"', '\\':
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -1,0 +1,67 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's own Prometheus series, all prefixed kvroute_gateway_.
+type metrics struct {
+	requests     *prometheus.CounterVec
+	decision     prometheus.Histogram
+	overhead     prometheus.Histogram
+	inflight     *prometheus.GaugeVec
+	retries      *prometheus.CounterVec
+	healthy      *prometheus.GaugeVec
+	scrapeErrors *prometheus.CounterVec
+}
+
+// microBuckets are latency buckets from 1µs to about 1s, doubling.
+var microBuckets = prometheus.ExponentialBuckets(1e-6, 2, 21)
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kvroute_gateway_requests_total",
+			Help: "Completion requests by policy, final backend, decision reason and status: the HTTP status, or 499 when the client went away, 502/504 when a started stream failed.",
+		}, []string{"policy", "backend", "reason", "status"}),
+		decision: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kvroute_gateway_decision_duration_seconds", Buckets: microBuckets,
+			Help: "Time to build the snapshot, run the policy and reserve the backend, per attempt.",
+		}),
+		overhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "kvroute_gateway_proxy_overhead_seconds", Buckets: microBuckets,
+			Help: "Time from receiving a request to sending it to its first backend: body read, parse, auth and decision.",
+		}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kvroute_gateway_inflight_requests",
+			Help: "Requests the gateway has sent to each backend that have not finished.",
+		}, []string{"backend"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kvroute_gateway_retries_total",
+			Help: "Requests retried on another backend, by the backend that failed them.",
+		}, []string{"backend"}),
+		healthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kvroute_gateway_backend_healthy",
+			Help: "1 when the backend is admitted, 0 when it is ejected.",
+		}, []string{"backend"}),
+		scrapeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kvroute_gateway_scrape_errors_total",
+			Help: "Failed scrapes of a backend's /metrics.",
+		}, []string{"backend"}),
+	}
+	for _, c := range []prometheus.Collector{m.requests, m.decision, m.overhead, m.inflight, m.retries, m.healthy, m.scrapeErrors} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// forget drops the per-backend series of a backend that left the pool.
+func (m *metrics) forget(id string) {
+	m.inflight.DeleteLabelValues(id)
+	m.retries.DeleteLabelValues(id)
+	m.healthy.DeleteLabelValues(id)
+	m.scrapeErrors.DeleteLabelValues(id)
+	m.requests.DeletePartialMatch(prometheus.Labels{"backend": id})
+}
