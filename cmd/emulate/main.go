@@ -1,0 +1,173 @@
+// Command emulate serves simulated vLLM replicas over HTTP: each is a sim/engine replica
+// driven in wall-clock time behind vLLM's OpenAI API and /metrics, so the router and the load
+// generator run end to end on a machine with no GPU. Replica i listens on host:(base-port+i).
+//
+//	go run ./cmd/emulate -replicas 4 -base-port 8001 -gpu H100-SXM-80GB -model llama-3.1-8b
+//	go run ./cmd/emulate -speed 10 -admin-addr 127.0.0.1:9000   # 10x faster, admin API on :9000
+//
+// Each replica serves POST /v1/chat/completions and /v1/completions, GET /v1/models, /health
+// and /metrics, and failure injection under /admin/ (fail, recover, slow, errors). The
+// -admin-addr server exposes the same under /replicas/{i}/admin/, reachable while a replica
+// is down. SIGINT or SIGTERM stops every replica.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"kvroute/internal/emulate"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+type options struct {
+	replicas int
+	host     string
+	basePort int
+	admin    string
+	cfg      emulate.Config
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	o := options{cfg: emulate.DefaultConfig()}
+	fs := flag.NewFlagSet("emulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.replicas, "replicas", 1, "number of replicas")
+	fs.StringVar(&o.host, "host", "127.0.0.1", "address the replicas listen on")
+	fs.IntVar(&o.basePort, "base-port", 8001, "port of replica 0; replica i listens on base-port+i (0: any free ports)")
+	fs.StringVar(&o.admin, "admin-addr", "", "address of the fleet admin API, /replicas/{i}/admin/... (empty: none)")
+	fs.StringVar(&o.cfg.GPU, "gpu", o.cfg.GPU, "GPU catalog name or alias")
+	fs.StringVar(&o.cfg.Model, "model", o.cfg.Model, "model catalog name or alias")
+	fs.StringVar(&o.cfg.ServedModelName, "served-model-name", "", "model name listed by /v1/models (default: -model as given)")
+	fs.IntVar(&o.cfg.TP, "tp", o.cfg.TP, "tensor-parallel GPUs per replica")
+	fs.Float64Var(&o.cfg.Speed, "speed", o.cfg.Speed, "speed-up over real time: 1 is real time, 10 makes steps take a tenth of their simulated time")
+	fs.IntVar(&o.cfg.NumBlocks, "num-blocks", 0, "KV cache blocks per replica (0: from the GPU and model)")
+	fs.IntVar(&o.cfg.DefaultMaxTokens, "default-max-tokens", o.cfg.DefaultMaxTokens, "tokens generated when a request sends no max_tokens")
+	fs.IntVar(&o.cfg.MaxTokensCap, "max-tokens-cap", o.cfg.MaxTokensCap, "largest max_tokens honoured; larger asks generate this many")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments: %v", fs.Args()))
+	}
+	if o.replicas < 1 {
+		errs = append(errs, fmt.Errorf("-replicas must be at least 1, got %d", o.replicas))
+	}
+	if o.basePort < 0 || (o.basePort > 0 && o.basePort+o.replicas-1 > 65535) {
+		errs = append(errs, fmt.Errorf("-base-port %d leaves no room for %d replicas", o.basePort, o.replicas))
+	}
+	errs = append(errs, o.cfg.Validate())
+	return o, errors.Join(errs...)
+}
+
+func run(ctx context.Context, args []string, stderr io.Writer) int {
+	o, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "emulate:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	reps, admin, err := start(ctx, o)
+	if err != nil {
+		log.Error("starting", "err", err)
+		return 1
+	}
+	for i, r := range reps {
+		log.Info("replica serving", "replica", i, "url", "http://"+r.Addr(), "gpu", o.cfg.GPU, "model", o.cfg.Model, "speed", o.cfg.Speed)
+	}
+	if admin != nil {
+		log.Info("admin API serving", "url", "http://"+admin.Addr)
+	}
+	<-ctx.Done()
+	log.Info("shutting down")
+	code := 0
+	if err := stop(reps, admin); err != nil {
+		log.Error("stopping", "err", err)
+		code = 1
+	}
+	return code
+}
+
+// start builds and starts the replicas and the admin server; on failure it stops what it
+// started.
+func start(ctx context.Context, o options) ([]*emulate.Replica, *http.Server, error) {
+	var reps []*emulate.Replica
+	for i := range o.replicas {
+		cfg := o.cfg
+		port := 0
+		if o.basePort > 0 {
+			port = o.basePort + i
+		}
+		cfg.Addr = net.JoinHostPort(o.host, strconv.Itoa(port))
+		r, err := emulate.NewReplica(cfg)
+		if err == nil {
+			err = r.Start(ctx)
+		}
+		if err != nil {
+			return nil, nil, errors.Join(fmt.Errorf("replica %d: %w", i, err), stop(reps, nil))
+		}
+		reps = append(reps, r)
+	}
+	if o.admin == "" {
+		return reps, nil, nil
+	}
+	ln, err := net.Listen("tcp", o.admin)
+	if err != nil {
+		return nil, nil, errors.Join(fmt.Errorf("admin: %w", err), stop(reps, nil))
+	}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: adminMux(reps), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed when stop closes it
+	return reps, srv, nil
+}
+
+// adminMux serves each replica's admin API under /replicas/{i}/ and the list of replicas at
+// GET /replicas.
+func adminMux(reps []*emulate.Replica) *http.ServeMux {
+	mux := http.NewServeMux()
+	urls := make([]string, len(reps))
+	for i, r := range reps {
+		prefix := fmt.Sprintf("/replicas/%d", i)
+		mux.Handle(prefix+"/admin/", http.StripPrefix(prefix, r.AdminHandler()))
+		urls[i] = "http://" + r.Addr()
+	}
+	mux.HandleFunc("GET /replicas", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(urls) // a failed write means the client left
+	})
+	return mux
+}
+
+// stop closes the admin server and every replica.
+func stop(reps []*emulate.Replica, admin *http.Server) error {
+	var errs []error
+	if admin != nil {
+		errs = append(errs, admin.Close())
+	}
+	for i, r := range reps {
+		if err := r.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("replica %d: %w", i, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,109 @@
+package emulate
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"kvroute/gpumodel"
+)
+
+// Config configures one emulated replica.
+type Config struct {
+	// GPU is the catalog name or an alias of the accelerator ("H100-SXM-80GB").
+	GPU string `json:"gpu" yaml:"gpu"`
+	// Model is the catalog name or an alias of the served model ("llama-3.1-8b").
+	Model string `json:"model" yaml:"model"`
+	// ServedModelName is the name /v1/models lists and responses carry; empty means Model as
+	// given. Requests may name it, the catalog name, any catalog alias, or nothing.
+	ServedModelName string `json:"served_model_name" yaml:"served_model_name"`
+	// TP is the tensor-parallel size, at least 1.
+	TP int `json:"tp" yaml:"tp"`
+	// Speed is how much faster than real time the replica runs, > 0: 1 is real time, 10 makes
+	// every step take a tenth of its simulated duration.
+	Speed float64 `json:"speed" yaml:"speed"`
+	// NumBlocks overrides the KV capacity in blocks when > 0 (vLLM's num_gpu_blocks_override).
+	NumBlocks int `json:"num_blocks" yaml:"num_blocks"`
+	// DefaultMaxTokens is the output length of a request that sends no max_tokens, at least 1.
+	DefaultMaxTokens int `json:"default_max_tokens" yaml:"default_max_tokens"`
+	// MaxTokensCap caps max_tokens: a request asking for more generates this many, at least
+	// DefaultMaxTokens.
+	MaxTokensCap int `json:"max_tokens_cap" yaml:"max_tokens_cap"`
+	// MaxBodyBytes bounds request bodies, in bytes, at least 1; larger ones get 413.
+	MaxBodyBytes int64 `json:"max_body_bytes" yaml:"max_body_bytes"`
+	// Addr, when not empty, is the TCP address Start listens on ("127.0.0.1:8001", or port 0
+	// for any free port). Empty means the replica is only an http.Handler.
+	Addr string `json:"addr" yaml:"addr"`
+	// StepTime, when not nil, replaces gpumodel's step pricing (tests use fixed step times).
+	StepTime func(gpumodel.Step) time.Duration `json:"-" yaml:"-"`
+}
+
+// DefaultConfig returns one Llama-3.1-8B replica on an H100 in real time, generating 16 tokens
+// unless asked otherwise and at most 4,096, with 32 MiB request bodies and no listener.
+func DefaultConfig() Config {
+	return Config{
+		GPU: "H100-SXM-80GB", Model: "llama-3.1-8b", TP: 1, Speed: 1,
+		DefaultMaxTokens: 16, MaxTokensCap: 4096, MaxBodyBytes: 32 << 20,
+	}
+}
+
+// Validate reports every problem with c, joined, or nil. It resolves the GPU and model in
+// gpumodel's built-in catalog.
+func (c Config) Validate() error {
+	var errs []error
+	if _, err := gpumodel.LookupGPU(c.GPU); err != nil {
+		errs = append(errs, fmt.Errorf("emulate: gpu: %w", err))
+	}
+	if _, err := gpumodel.LookupModel(c.Model); err != nil {
+		errs = append(errs, fmt.Errorf("emulate: model: %w", err))
+	}
+	if c.TP < 1 {
+		errs = append(errs, fmt.Errorf("emulate: tp must be at least 1, got %d", c.TP))
+	}
+	if !(c.Speed > 0) || math.IsInf(c.Speed, 0) {
+		errs = append(errs, fmt.Errorf("emulate: speed must be positive and finite, got %v", c.Speed))
+	}
+	if c.NumBlocks < 0 {
+		errs = append(errs, fmt.Errorf("emulate: num_blocks must not be negative, got %d", c.NumBlocks))
+	}
+	if c.DefaultMaxTokens < 1 {
+		errs = append(errs, fmt.Errorf("emulate: default_max_tokens must be at least 1, got %d", c.DefaultMaxTokens))
+	}
+	if c.MaxTokensCap < max(c.DefaultMaxTokens, 1) {
+		errs = append(errs, fmt.Errorf("emulate: max_tokens_cap %d must be at least default_max_tokens %d", c.MaxTokensCap, c.DefaultMaxTokens))
+	}
+	if c.MaxBodyBytes < 1 {
+		errs = append(errs, fmt.Errorf("emulate: max_body_bytes must be positive, got %d", c.MaxBodyBytes))
+	}
+	if strings.TrimSpace(c.ServedModelName) != c.ServedModelName {
+		errs = append(errs, fmt.Errorf("emulate: served_model_name %q has surrounding spaces", c.ServedModelName))
+	}
+	return errors.Join(errs...)
+}
+
+// deployment resolves c into a validated gpumodel deployment.
+func (c Config) deployment() (gpumodel.Deployment, error) {
+	g, err := gpumodel.LookupGPU(c.GPU)
+	if err != nil {
+		return gpumodel.Deployment{}, fmt.Errorf("emulate: gpu: %w", err)
+	}
+	m, err := gpumodel.LookupModel(c.Model)
+	if err != nil {
+		return gpumodel.Deployment{}, fmt.Errorf("emulate: model: %w", err)
+	}
+	d := gpumodel.DefaultDeployment(g, m, c.TP)
+	if err := d.Validate(); err != nil {
+		return gpumodel.Deployment{}, fmt.Errorf("emulate: %w", err)
+	}
+	return d, nil
+}
+
+// servedName is the model name the replica reports.
+func (c Config) servedName() string {
+	if c.ServedModelName != "" {
+		return c.ServedModelName
+	}
+	return c.Model
+}

@@ -1,0 +1,197 @@
+package emulate
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"kvroute/gpumodel"
+	"kvroute/sim"
+	"kvroute/sim/engine"
+)
+
+// core is the state the engine loop owns: the kernel, the engine, the mapping of virtual to
+// wall time, and the per-request token pacing. Only the loop goroutine touches it once the
+// replica has started.
+type core struct {
+	k     *sim.Kernel
+	eng   *engine.Replica
+	price func(gpumodel.Step) time.Duration
+	speed float64   // virtual seconds per wall second
+	slow  float64   // step-time multiplier set by SetSlowdown
+	start time.Time // the wall time of virtual time 0
+
+	stepping bool     // a step is in flight and ends at due
+	due      sim.Time // virtual end of the step in flight
+
+	active  []*stream // have their first token and are not known to have ended
+	skipped []*stream // scratch for pace
+	fresh   int       // streams appended to active during the step now ending
+	lastGen int64     // engine GenerationTokens at the last step end
+
+	ttft, e2e histogram // in wall seconds
+	success   int64     // requests that completed
+}
+
+func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
+	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1,
+		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets)}
+	c.price = cfg.StepTime
+	if c.price == nil {
+		p, err := gpumodel.NewPricer(d)
+		if err != nil {
+			return nil, err
+		}
+		c.price = p.StepTime
+	}
+	eng, err := engine.New(c.k, engine.Config{Deployment: d, NumBlocks: cfg.NumBlocks, StepTime: c.stepTime},
+		engine.Hooks{FirstToken: c.firstToken, Done: c.done, Step: c.step})
+	if err != nil {
+		return nil, err
+	}
+	c.eng = eng
+	return c, nil
+}
+
+// run is the engine loop: it runs the events whose virtual time has come, then sleeps until
+// the step in flight ends or a request or control function arrives. It returns when ctx is
+// done or the kernel fails, after aborting every request in flight.
+func (c *core) run(ctx context.Context, submit <-chan *stream, ctl <-chan func(*core)) error {
+	c.start = time.Now()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer c.fail()
+	for {
+		if err := c.advance(time.Now()); err != nil {
+			return err
+		}
+		var wake <-chan time.Time
+		if c.stepping {
+			timer.Reset(time.Until(c.wallAt(c.due)))
+			wake = timer.C
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case st := <-submit:
+			if err := c.advance(time.Now()); err != nil {
+				return err
+			}
+			st.arrival = c.k.Now()
+			c.eng.Submit(&st.req)
+		case f := <-ctl:
+			if err := c.advance(time.Now()); err != nil {
+				return err
+			}
+			f(c)
+		case <-wake:
+		}
+		timer.Stop()
+	}
+}
+
+// virtual maps a wall time to virtual time: (wall − start) × speed.
+func (c *core) virtual(wall time.Time) sim.Time {
+	return sim.Time(float64(wall.Sub(c.start)) * c.speed)
+}
+
+// wallAt maps virtual time t to the earliest wall time whose virtual time is at least t.
+func (c *core) wallAt(t sim.Time) time.Time {
+	return c.start.Add(time.Duration(math.Ceil(float64(t) / c.speed)))
+}
+
+// seconds converts a virtual duration to the wall seconds it takes.
+func (c *core) seconds(d sim.Time) float64 { return d.Seconds() / c.speed }
+
+// advance runs every event up to the virtual time of wall.
+func (c *core) advance(wall time.Time) error {
+	v := c.virtual(wall)
+	if c.stepping && v < c.due && !wall.Before(c.wallAt(c.due)) {
+		v = c.due // float rounding must not leave a due step unfired
+	}
+	return c.k.Run(max(v, c.k.Now()))
+}
+
+// stepTime prices a step, stretched by the slowdown, and remembers when it ends.
+func (c *core) stepTime(s gpumodel.Step) time.Duration {
+	d := max(time.Duration(float64(c.price(s))*c.slow), time.Nanosecond)
+	c.stepping, c.due = true, c.k.Now()+sim.Time(d)
+	return d
+}
+
+// firstToken publishes a request's first token.
+func (c *core) firstToken(req *engine.Request, at sim.Time) {
+	st := req.Tag.(*stream)
+	c.ttft.observe(c.seconds(at - st.arrival))
+	st.publish(1, nil)
+	c.active = append(c.active, st)
+	c.fresh++
+}
+
+// step runs at each step end, before the step's completions are reported. The engine's
+// generation counter says how many tokens the step produced; after the fresh first tokens,
+// they go one each to the active requests in order, and the requests that got none (skipped
+// by the token budget, or preempted) move to the back, as the engine's running list does.
+// Every running request decodes in every step unless the budget runs out or it is preempted,
+// so the pacing is exact then. A request's last token is kept for its completion, so its
+// count and finish time always match the engine's.
+func (c *core) step(sim.Time, time.Duration, gpumodel.Step) {
+	c.stepping = false
+	gen := c.eng.Metrics().GenerationTokens
+	n := int(gen-c.lastGen) - c.fresh
+	c.lastGen = gen
+	old := len(c.active) - c.fresh
+	c.fresh = 0
+	kept, skipped := c.active[:0], c.skipped[:0]
+	for _, st := range c.active[:old] {
+		switch {
+		case st.ended:
+		case n > 0:
+			n--
+			if st.sent < st.req.OutputTokens-1 {
+				st.publish(1, nil)
+			}
+			kept = append(kept, st)
+		default:
+			skipped = append(skipped, st)
+		}
+	}
+	kept = append(kept, c.active[old:]...)
+	kept = append(kept, skipped...)
+	clear(c.active[len(kept):])
+	clear(skipped)
+	c.active, c.skipped = kept, skipped[:0]
+}
+
+// done publishes a request's end, with the tokens it had left.
+func (c *core) done(res engine.Result) {
+	st := res.Request.Tag.(*stream)
+	st.ended = true
+	rest := 0
+	if res.Status == engine.Completed {
+		rest = max(res.OutputTokens-st.sent, 0)
+		c.e2e.observe(c.seconds(res.Finish - res.Arrival))
+		c.success++
+	}
+	st.publish(rest, &res)
+}
+
+// fail takes the engine down, aborting every request in flight.
+func (c *core) fail() {
+	c.eng.Fail()
+	c.stepping = false
+	clear(c.active)
+	c.active, c.fresh = c.active[:0], 0
+	c.lastGen = c.eng.Metrics().GenerationTokens
+}
+
+// snapshot is what /metrics shows.
+type snapshot struct {
+	engine.Metrics
+	TTFT, E2E histogram
+	Success   int64
+}
+
+func (c *core) snapshot() snapshot {
+	return snapshot{Metrics: c.eng.Metrics(), TTFT: c.ttft.clone(), E2E: c.e2e.clone(), Success: c.success}
+}

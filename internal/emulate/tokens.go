@@ -1,0 +1,70 @@
+package emulate
+
+import "strings"
+
+// chunkBytes is the number of prompt bytes per token: about what a BPE tokenizer averages on
+// English text, and what workloads.ChunkTokenizer uses, so both count the same tokens.
+const chunkBytes = 4
+
+// tokenize cuts text into 4-byte chunks and hashes each (FNV-1a, 31 bits) to a token id, so the
+// same text always gives the same ids and a shared text prefix gives a shared id prefix. An
+// empty text is one token, as a real tokenizer's BOS token would be.
+func tokenize(text string) []int32 {
+	if text == "" {
+		return []int32{0}
+	}
+	ids := make([]int32, 0, (len(text)+chunkBytes-1)/chunkBytes)
+	for i := 0; i < len(text); i += chunkBytes {
+		h := uint32(2166136261)
+		for j := i; j < min(i+chunkBytes, len(text)); j++ {
+			h = (h ^ uint32(text[j])) * 16777619
+		}
+		ids = append(ids, int32(h&0x7fffffff))
+	}
+	return ids
+}
+
+// words is the vocabulary of generated text.
+var words = [...]string{
+	"the", "model", "routes", "a", "request", "to", "replica", "with", "warm", "cache",
+	"and", "tokens", "flow", "back", "in", "order", "while", "queue", "grows", "slowly",
+	"prefix", "blocks", "hit", "often", "so", "latency", "stays", "low", "for", "every",
+	"tenant", "batch", "step", "decode", "prefill", "memory", "fills", "then", "evicts", "old",
+	"answer", "is", "short", "but", "clear", "each", "word", "counts", "as", "one",
+	"token", "here", "time", "moves", "on", "we", "measure", "throughput", "fairly", "under",
+	"load", "now",
+}
+
+// promptSeed hashes a prompt's token ids (FNV-1a, 64 bits) into the seed of its answer.
+func promptSeed(ids []int32) uint64 {
+	h := uint64(14695981039346656037)
+	for _, id := range ids {
+		for s := 0; s < 32; s += 8 {
+			h = (h ^ uint64(byte(id>>s))) * 1099511628211
+		}
+	}
+	return h
+}
+
+// word returns the text of generated token i (from 0) of the answer seeded by seed: a word
+// chosen by a splitmix64 hash, with a leading space after the first.
+func word(seed uint64, i int) string {
+	z := seed + uint64(i+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	z ^= z >> 31
+	w := words[z%uint64(len(words))]
+	if i == 0 {
+		return w
+	}
+	return " " + w
+}
+
+// answer returns the text of generated tokens [from, to) of the answer seeded by seed.
+func answer(seed uint64, from, to int) string {
+	var b strings.Builder
+	for i := from; i < to; i++ {
+		b.WriteString(word(seed, i))
+	}
+	return b.String()
+}
