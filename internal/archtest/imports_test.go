@@ -31,6 +31,7 @@ var allowed = map[string][]string{
 	"internal/emulate":  {"kvroute/sim/...", "kvroute/gpumodel", "kvroute/internal/openai", "kvroute/internal/vllm"},
 	"internal/loadgen":  {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
 	"internal/archtest": {},
+	"internal/e2e":      {},
 }
 
 // forbiddenStd lists standard-library packages a deterministic, I/O-free core package must not
