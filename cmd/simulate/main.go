@@ -57,6 +57,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
+	if isCompare(args) { // simulate -compare SIMDIR,LIVEDIR: see compare.go
+		return runCompare(args, stdout, stderr)
+	}
 	o, err := parseFlags(args, stderr)
 	if err != nil {
 		return 2
