@@ -30,9 +30,10 @@ func selfWorkload() workloads.Config {
 // TestLiveAgreesWithSimulation is the self-consistency check: the same workload, seed, fleet
 // and policy, once through emulated replicas behind the real router (driven by the load
 // generator in real time) and once through the simulator. Tolerances: hit rate within 0.05;
-// mean TTFT within 50%, because the emulator tokenizes text in 4-byte chunks while the
-// simulator uses the workload's tokens (~5 characters each), so live prompts are about 25%
-// longer, and live TTFT also pays HTTP and scrape-phase differences.
+// mean TTFT within 50% plus 5 ms, because the emulator tokenizes text in 4-byte chunks while
+// the simulator uses the workload's tokens (~5 characters each), so live prompts are about 25%
+// longer, and live TTFT also pays for two HTTP hops, which under -race on a busy 2-core
+// machine cost milliseconds.
 func TestLiveAgreesWithSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 6 s of real time")
@@ -62,8 +63,8 @@ func TestLiveAgreesWithSimulation(t *testing.T) {
 	if d := math.Abs(lm.HitRate - sm.HitRate); d > 0.05 {
 		t.Errorf("hit rate: live %.3f, sim %.3f (|diff| %.3f > 0.05)", lm.HitRate, sm.HitRate, d)
 	}
-	if r := lm.TTFT.Mean / sm.TTFT.Mean; r < 1/1.5 || r > 1.5 {
-		t.Errorf("mean TTFT: live %.1f ms, sim %.1f ms (ratio %.2f outside 0.67..1.5)", lm.TTFT.Mean, sm.TTFT.Mean, r)
+	if d := math.Abs(lm.TTFT.Mean - sm.TTFT.Mean); d > 0.5*sm.TTFT.Mean+5 {
+		t.Errorf("mean TTFT: live %.1f ms, sim %.1f ms (|diff| %.1f ms > 50%% + 5 ms)", lm.TTFT.Mean, sm.TTFT.Mean, d)
 	}
 }
 
