@@ -50,6 +50,9 @@ func TestLiveAgreesWithSimulation(t *testing.T) {
 	opts.Target, opts.Model = s.url, model
 	if _, err := loadgen.Run(context.Background(), opts, stream, loadgen.Sink{Result: func(r *loadgen.Result) {
 		live.Add(&r.Record)
+		if r.Record.Endpoint == "" || r.Record.Reason != router.ReasonMaxScore {
+			t.Errorf("%s: endpoint %q reason %q: the router's headers did not reach the record", r.Record.ID, r.Record.Endpoint, r.Record.Reason)
+		}
 	}}); err != nil {
 		t.Fatal(err)
 	}

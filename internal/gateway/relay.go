@@ -56,7 +56,11 @@ func putCall(c *call) {
 // chunk of an event stream, and watches the body for its usage.
 func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, ctx context.Context, c *call, req *router.Request, resp *http.Response, n int, rerr error, wd *watchdog) {
 	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
-	copyResponseHeader(w.Header(), resp.Header)
+	h := w.Header()
+	copyResponseHeader(h, resp.Header)
+	// Which backend served the request and why: load generators record them per request.
+	h["X-Kvroute-Endpoint"] = []string{c.backend}
+	h["X-Kvroute-Reason"] = []string{c.reason}
 	w.WriteHeader(resp.StatusCode)
 	c.status = resp.StatusCode
 	var fl http.Flusher
