@@ -12,11 +12,11 @@ import (
 
 // benchInfo describes a run for its vllm bench JSON.
 func benchInfo(o options, j job, model string, start time.Time) loadgen.BenchInfo {
-	a := j.point.workload().Resolve().Arrival
+	a := j.point.Workload().Resolve().Arrival
 	return loadgen.BenchInfo{
 		Date: start.Format("20060102-150405"), Backend: "openai-chat", EndpointType: "openai-chat",
 		Label: j.name, ModelID: model, RequestRate: a.Rate, Burstiness: a.Burstiness,
-		MaxConcurrency: o.maxConcurrency, SLO: j.point.SLO.slo(),
+		MaxConcurrency: o.maxConcurrency, SLO: j.point.SLO(),
 	}
 }
 

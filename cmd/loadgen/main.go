@@ -123,7 +123,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	runs, err := sweep(ctx, o, points, stderr, log)
+	runs, err := runPoints(ctx, o, points, stderr, log)
 	if len(runs) > 0 {
 		if werr := writeResults(o, runs, points); werr != nil {
 			log.Error("writing results", "dir", o.out, "err", werr)

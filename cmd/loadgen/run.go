@@ -17,8 +17,8 @@ import (
 
 	"kvroute/internal/loadgen"
 	"kvroute/internal/openai"
+	"kvroute/internal/sweep"
 	"kvroute/results"
-	"kvroute/router/tokenize"
 	"kvroute/workloads"
 )
 
@@ -49,9 +49,9 @@ func plan(points []Point, label string) []job {
 	return jobs
 }
 
-// sweep runs the points one after another and returns the runs that produced records; a
+// runPoints runs the points one after another and returns the runs that produced records; a
 // run cut short by ctx is kept, marked "interrupted" in its scenario.
-func sweep(ctx context.Context, o options, points []Point, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
+func runPoints(ctx context.Context, o options, points []Point, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func execute(ctx context.Context, o options, j job, rows *results.RequestsCSV, p
 	scrape := &http.Client{Timeout: 10 * time.Second}
 	before := loadgen.Scrape(ctx, scrape, o.metricsURLs())
 	col := results.NewCollector(results.CollectorOpts{Name: j.name, Policy: j.policy, Group: p.group(),
-		Scenario: scenario(o, j, model), RequestRate: p.Arrival.Rate, SLO: p.SLO.slo()})
+		Scenario: scenario(o, j, model), RequestRate: p.Arrival.Rate, SLO: p.SLO()})
 	var bench *loadgen.Bench
 	if o.benchJSON != "" {
 		bench = loadgen.NewBench(benchInfo(o, j, model, time.Now()))
@@ -168,15 +168,11 @@ func scrapeAfter(ctx context.Context, o options, client *http.Client) <-chan []l
 
 // buildStream builds the point's request stream with the simulator's workload seed.
 func buildStream(p Point) (*workloads.Stream, error) {
-	var opts []workloads.Option
-	if usesDataset(p.Workload) {
-		tok, err := tokenize.NewTiktoken()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, workloads.WithTokenizer(tiktokenIDs{tok}))
+	opts, err := p.StreamOptions()
+	if err != nil {
+		return nil, err
 	}
-	return workloads.Build(p.workload(), p.workloadSeed(), opts...)
+	return workloads.Build(p.Workload(), p.WorkloadSeed(), opts...)
 }
 
 // chooseModel returns -model, else fleet.model, else the target's first served model.
@@ -210,7 +206,7 @@ func chooseModel(ctx context.Context, o options, p Point) (string, error) {
 // scenario is what summary.json records about the run's setting before it starts.
 func scenario(o options, j job, model string) map[string]any {
 	p := j.point
-	r := p.workload().Resolve()
+	r := p.Workload().Resolve()
 	policies := make([]string, len(p.Policies))
 	for i, ps := range p.Policies {
 		policies[i] = ps.Label()
@@ -262,7 +258,7 @@ func writeResults(o options, runs []results.Run, points []Point) error {
 	type resolved struct {
 		Point        string           `yaml:"point"`
 		WorkloadSeed uint64           `yaml:"workload_seed"`
-		File         File             `yaml:",inline"`
+		File         sweep.File       `yaml:",inline"`
 		Resolved     workloads.Config `yaml:"resolved_workload"`
 	}
 	doc := map[string]any{"loadgen": map[string]any{
@@ -271,7 +267,7 @@ func writeResults(o options, runs []results.Run, points []Point) error {
 	}}
 	var pts []resolved
 	for _, p := range points {
-		pts = append(pts, resolved{Point: p.Label(), WorkloadSeed: p.workloadSeed(), File: p.File, Resolved: p.workload().Resolve()})
+		pts = append(pts, resolved{Point: p.Label(), WorkloadSeed: p.WorkloadSeed(), File: p.File, Resolved: p.Workload().Resolve()})
 	}
 	doc["points"] = pts
 	cfg, err := yaml.Marshal(doc)
@@ -279,29 +275,4 @@ func writeResults(o options, runs []results.Run, points []Point) error {
 		return err
 	}
 	return results.WriteDir(o.out, runs, cfg)
-}
-
-// usesDataset reports whether the workload reads text that needs the real tokenizer.
-func usesDataset(w workloads.WorkloadConfig) bool {
-	if w.Kind == workloads.KindShareGPT {
-		return true
-	}
-	for _, t := range w.Tenants {
-		if t.Workload.Kind == workloads.KindShareGPT {
-			return true
-		}
-	}
-	return false
-}
-
-// tiktokenIDs adapts the project's tiktoken to workloads.Tokenizer.
-type tiktokenIDs struct{ t *tokenize.Tiktoken }
-
-func (t tiktokenIDs) Encode(text string) []int32 {
-	ids := t.t.Encode(text)
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
 }

@@ -88,7 +88,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	runs, err := sweep(ctx, plan(points), o, stderr, log)
+	runs, err := runSweep(ctx, plan(points), o, stderr, log)
 	if werr := writeResults(o.out, runs, points); werr != nil {
 		log.Error("writing results", "dir", o.out, "err", werr)
 		return 1

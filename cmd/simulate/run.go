@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
+	"kvroute/internal/sweep"
 	"kvroute/results"
 	"kvroute/router"
-	"kvroute/router/tokenize"
-	"kvroute/sim"
 	"kvroute/sim/cluster"
 	"kvroute/workloads"
 )
@@ -20,7 +18,7 @@ type job struct {
 	index  int
 	name   string
 	point  Point
-	policy PolicySpec
+	policy sweep.PolicySpec
 }
 
 // plan lists the runs of the points, policies inner, in a fixed order.
@@ -38,32 +36,14 @@ func plan(points []Point) []job {
 	return jobs
 }
 
-func (p Point) slo() results.SLO {
-	return results.SLO{TTFTMs: p.SLO.TTFTMs, TPOTMs: p.SLO.TPOTMs, E2EMs: p.SLO.E2EMs}
-}
-
-// group names the runs plotted together: the point without its arrival rate.
-func (p Point) group() string {
-	var parts []string
-	for _, a := range p.Axes {
-		if a.Path != "arrival.rate" {
-			parts = append(parts, a.Path[strings.LastIndexByte(a.Path, '.')+1:]+"="+a.Value)
-		}
-	}
-	if len(parts) == 0 {
-		return p.Name
-	}
-	return p.Name + " " + strings.Join(parts, ",")
-}
-
 // scenario is what summary.json records about a run's setting.
 func (j job) scenario() map[string]any {
 	p := j.point
 	s := map[string]any{
 		"name": p.Name, "seed": p.Seed, "policy_params": j.policy.Params,
 		"fleet":    map[string]any{"replicas": p.Fleet.Replicas, "gpu": p.Fleet.GPU, "model": p.Fleet.Model, "tp": max(p.Fleet.TP, 1)},
-		"workload": string(p.workload().Resolve().Workload.Kind),
-		"arrival":  map[string]any{"process": string(p.workload().Resolve().Arrival.Process), "rate": p.Arrival.Rate},
+		"workload": string(p.Workload().Resolve().Workload.Kind),
+		"arrival":  map[string]any{"process": string(p.Workload().Resolve().Arrival.Process), "rate": p.Arrival.Rate},
 		"router":   map[string]any{"metrics_interval": p.Router.MetricsInterval.String(), "network_delay": p.Router.NetworkDelay.String()},
 		"requests": p.Requests, "duration": p.Duration.String(),
 	}
@@ -73,30 +53,19 @@ func (j job) scenario() map[string]any {
 	return s
 }
 
-// seeds derives the run's workload and router seeds from the file's seed: every policy of a
-// point sees the same traffic.
-func (p Point) seeds() (workload, routing uint64) {
-	return sim.SubSeed(p.Seed, "workload"), sim.SubSeed(p.Seed, "router")
-}
-
 // execute runs one job, streaming its requests as CSV rows to rows (when not nil) and calling
 // tick after each finished request.
 func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.Run, error) {
 	p := j.point
-	wseed, rseed := p.seeds()
-	policy, err := router.Builtin().New(j.policy.Name, j.policy.Params, rseed)
+	policy, err := router.Builtin().New(j.policy.Name, j.policy.Params, p.RouterSeed())
 	if err != nil {
 		return results.Run{}, err
 	}
-	opts := []workloads.Option{}
-	if usesDataset(p.Workload) {
-		tok, err := tokenize.NewTiktoken()
-		if err != nil {
-			return results.Run{}, err
-		}
-		opts = append(opts, workloads.WithTokenizer(tiktokenIDs{tok}))
+	opts, err := p.StreamOptions()
+	if err != nil {
+		return results.Run{}, err
 	}
-	stream, err := workloads.Build(p.workload(), wseed, opts...)
+	stream, err := workloads.Build(p.Workload(), p.WorkloadSeed(), opts...)
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -106,8 +75,8 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 		return results.Run{}, err
 	}
 	col := results.NewCollector(results.CollectorOpts{
-		Name: j.name, Policy: j.policy.Name, Group: p.group(), Scenario: j.scenario(),
-		RequestRate: p.Arrival.Rate, SLO: p.slo(),
+		Name: j.name, Policy: j.policy.Name, Group: p.Group(), Scenario: j.scenario(),
+		RequestRate: p.Arrival.Rate, SLO: p.SLO(),
 	})
 	var csv *results.RequestsCSV
 	if rows != nil {
@@ -133,31 +102,6 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 		werr = csv.Flush()
 	}
 	return col.Run(), werr
-}
-
-// usesDataset reports whether the workload reads text that needs the real tokenizer.
-func usesDataset(w workloads.WorkloadConfig) bool {
-	if w.Kind == workloads.KindShareGPT {
-		return true
-	}
-	for _, t := range w.Tenants {
-		if t.Workload.Kind == workloads.KindShareGPT {
-			return true
-		}
-	}
-	return false
-}
-
-// tiktokenIDs adapts the project's tiktoken to workloads.Tokenizer.
-type tiktokenIDs struct{ t *tokenize.Tiktoken }
-
-func (t tiktokenIDs) Encode(text string) []int32 {
-	ids := t.t.Encode(text)
-	out := make([]int32, len(ids))
-	for i, id := range ids {
-		out[i] = int32(id)
-	}
-	return out
 }
 
 // rateLabel formats a request rate for logs.

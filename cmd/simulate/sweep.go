@@ -16,15 +16,16 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"kvroute/gpumodel"
+	"kvroute/internal/sweep"
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/workloads"
 )
 
-// sweep runs the jobs o.parallel at a time. The returned slice has one entry per job, in job
+// runSweep runs the jobs o.parallel at a time. The returned slice has one entry per job, in job
 // order; a job that did not finish (cancelled or failed) leaves its entry without a name.
 // Each job's requests go to a part file in o.out, joined into requests.csv by writeResults.
-func sweep(ctx context.Context, jobs []job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
+func runSweep(ctx context.Context, jobs []job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
 	return sweepWith(ctx, jobs, o, stderr, log, func() {})
 }
 
@@ -159,13 +160,12 @@ func resolvedConfig(points []Point) ([]byte, error) {
 		Point        string           `yaml:"point"`
 		WorkloadSeed uint64           `yaml:"workload_seed"`
 		RouterSeed   uint64           `yaml:"router_seed"`
-		File         File             `yaml:",inline"`
+		File         sweep.File       `yaml:",inline"`
 		Resolved     workloads.Config `yaml:"resolved_workload"`
 	}
 	var doc []resolved
 	for _, p := range points {
-		ws, rs := p.seeds()
-		doc = append(doc, resolved{Point: p.Label(), WorkloadSeed: ws, RouterSeed: rs, File: p.File, Resolved: p.workload().Resolve()})
+		doc = append(doc, resolved{Point: p.Label(), WorkloadSeed: p.WorkloadSeed(), RouterSeed: p.RouterSeed(), File: p.File, Resolved: p.Workload().Resolve()})
 	}
 	return yaml.Marshal(map[string]any{"points": doc})
 }

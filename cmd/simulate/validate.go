@@ -8,27 +8,15 @@ import (
 	"kvroute/router"
 	"kvroute/sim/cluster"
 	"kvroute/sim/engine"
-	"kvroute/workloads"
 )
 
-// workload returns the point's workload configuration.
-func (p Point) workload() workloads.Config {
-	return workloads.Config{Workload: p.Workload, Arrival: p.Arrival, Requests: p.Requests, Duration: p.Duration}
-}
-
-// validate checks a point: fleet, workload, router and policies.
+// validate checks a point: what every sweep needs, then fleet, router and policies.
 func (p Point) validate() error {
 	var errs []error
-	if p.Name == "" {
-		errs = append(errs, errors.New("name: required"))
-	}
-	if p.Requests <= 0 && p.Duration <= 0 {
-		errs = append(errs, errors.New("requests or duration: one is required, so the run ends"))
-	}
-	if _, err := p.fleet(); err != nil {
+	if err := p.Validate(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := p.workload().Validate(); err != nil {
+	if _, err := p.fleet(); err != nil {
 		errs = append(errs, err)
 	}
 	if p.Router.MetricsInterval < 0 || p.Router.NetworkDelay < 0 || p.Router.MaxRetries < 0 {
@@ -42,9 +30,6 @@ func (p Point) validate() error {
 		if _, err := reg.New(ps.Name, ps.Params, 1); err != nil {
 			errs = append(errs, fmt.Errorf("policies[%d]: %w", i, err))
 		}
-	}
-	if err := p.slo().Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("slo: %w", err))
 	}
 	return errors.Join(errs...)
 }

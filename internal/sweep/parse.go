@@ -1,4 +1,4 @@
-package main
+package sweep
 
 import (
 	"bytes"
@@ -138,7 +138,8 @@ type AxisValue struct {
 // sweepable are the sections whose scalar lists are sweep axes.
 var sweepable = map[string]bool{"fleet": true, "workload": true, "arrival": true, "router": true}
 
-// Parse reads a sweep file strictly and expands it into points. name labels errors.
+// Parse reads a sweep file strictly and expands it into points; name labels errors. It checks
+// the shape of the file, not its values: see Point.Validate.
 func Parse(data []byte, name string) ([]Point, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
@@ -162,7 +163,7 @@ func Parse(data []byte, name string) ([]Point, error) {
 	if err != nil {
 		return nil, err
 	}
-	return points, validatePoints(points, name)
+	return points, nil
 }
 
 type axis struct {
@@ -230,20 +231,6 @@ func decodeStrict(doc *yaml.Node, name string) (File, error) {
 		return File{}, fmt.Errorf("%s: %w", name, err)
 	}
 	return f, nil
-}
-
-// validatePoints checks what a decoded point needs before anything runs.
-func validatePoints(points []Point, name string) error {
-	var errs []error
-	for _, p := range points {
-		if err := p.validate(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %s: %w", name, p.Label(), err))
-		}
-		if len(errs) >= 5 {
-			break
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // Label names a point by its axis values ("base" when nothing is swept).

@@ -1,0 +1,66 @@
+package sweep
+
+import (
+	"strings"
+	"testing"
+)
+
+const file = `name: t
+seed: 3
+requests: 50
+fleet: {replicas: [2, 4], gpu: H100-SXM-80GB, model: llama-3.1-8b, tp: 1}
+workload: {kind: shared-prefix, groups: 4, prompts_per_group: 4, system_prompt_tokens: 256, question_tokens: 16, output_tokens: 8}
+arrival: {process: poisson, rate: [10, 20]}
+router: {metrics_interval: 50ms}
+policies: [round-robin, {name: prefix-cache, block_size: 64}]
+`
+
+func TestParseExpandsAxesAndKeysLoads(t *testing.T) {
+	points, err := Parse([]byte(file), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var labels, keys, groups []string
+	for _, p := range points {
+		labels = append(labels, p.Label())
+		keys = append(keys, p.LoadKey())
+		groups = append(groups, p.Group())
+		if err := p.Validate(); err != nil {
+			t.Fatalf("%s: %v", p.Label(), err)
+		}
+	}
+	cases := []struct{ got, want string }{
+		{strings.Join(labels, " "), "replicas=2,rate=10 replicas=2,rate=20 replicas=4,rate=10 replicas=4,rate=20"},
+		{strings.Join(keys, " "), "rate=10 rate=20 rate=10 rate=20"},
+		{strings.Join(groups, "|"), "t replicas=2|t replicas=2|t replicas=4|t replicas=4"},
+		{points[1].Policies[1].Label(), "prefix-cache,block_size=64"},
+	}
+	for _, c := range cases {
+		if c.got != c.want {
+			t.Errorf("got %q, want %q", c.got, c.want)
+		}
+	}
+	if points[0].WorkloadSeed() != points[3].WorkloadSeed() || points[0].WorkloadSeed() == points[0].RouterSeed() {
+		t.Error("every point of a file must share the workload seed, distinct from the router seed")
+	}
+}
+
+func TestParseErrorsNameFileLineAndField(t *testing.T) {
+	bad := strings.Replace(file, "metrics_interval: 50ms", "metrics_interval: soon", 1)
+	_, err := Parse([]byte(bad), "t.yaml")
+	if err == nil || !strings.Contains(err.Error(), "t.yaml") || !strings.Contains(err.Error(), "line 7") ||
+		!strings.Contains(err.Error(), "field router.metrics_interval") {
+		t.Fatalf("error %v: want the file, line 7 and field router.metrics_interval", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	noCap := strings.Replace(file, "requests: 50\n", "", 1)
+	points, err := Parse([]byte(noCap), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := points[0].Validate(); err == nil || !strings.Contains(err.Error(), "requests or duration") {
+		t.Fatalf("Validate without a cap: %v", err)
+	}
+}
