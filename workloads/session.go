@@ -3,7 +3,9 @@ package workloads
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
+	"unsafe"
 )
 
 // segment is a piece of prompt content: token ids and, when text is wanted, their text.
@@ -50,9 +52,12 @@ type session struct {
 	turn   int           // index of the turn most recently built
 	at     time.Duration // arrival of the turn most recently built
 	tokens []int32       // history including the latest user message
-	text   string
-	msgs   []Message
-	answer segment // the expected answer of the latest turn
+	text   string        // textBuf as a string
+	// textBuf holds the history's text. It is only ever appended to, so the strings already
+	// handed out as Request.Text, which alias its prefix, never change.
+	textBuf []byte
+	msgs    []Message
+	answer  segment // the expected answer of the latest turn
 }
 
 // newSession starts conversation c of tenant t; withText keeps text and messages.
@@ -65,10 +70,39 @@ func newSession(t *tenant, c *conversation, withText bool) *session {
 	} else {
 		s.id = fmt.Sprintf("%sr%d", t.prefix, n)
 	}
+	s.reserve(withText)
 	if c.hasSystem {
 		s.appendSegment(RoleSystem, c.system, withText)
 	}
 	return s
+}
+
+// reserve sizes a conversation's history for all its turns (with synthetic answers at most
+// 5 bytes of text per token), so that it is not copied as it grows turn by turn.
+func (s *session) reserve(withText bool) {
+	c := s.conv
+	if len(c.turns) < 2 {
+		return
+	}
+	tokens, text := len(c.system.tokens), len(c.system.text)
+	for i, tr := range c.turns {
+		tokens += len(tr.user.tokens)
+		text += len(tr.user.text)
+		switch {
+		case i == len(c.turns)-1: // the last answer never joins the history
+		case tr.hasAnswer:
+			tokens += len(tr.answer.tokens)
+			text += len(tr.answer.text)
+		default:
+			tokens += max(tr.output, 1)
+			text += 5 * max(tr.output, 1)
+		}
+	}
+	s.tokens = make([]int32, 0, tokens)
+	if withText {
+		s.textBuf = make([]byte, 0, text)
+		s.msgs = make([]Message, 0, 1+2*len(c.turns))
+	}
 }
 
 func (s *session) appendSegment(role Role, seg segment, withText bool) {
@@ -76,12 +110,23 @@ func (s *session) appendSegment(role Role, seg segment, withText bool) {
 		// Share the segment's ids; the full slice expression makes any later append copy.
 		s.tokens = seg.tokens[:len(seg.tokens):len(seg.tokens)]
 	} else {
-		s.tokens = append(s.tokens, seg.tokens...)
+		s.tokens = append(doubling(s.tokens, len(seg.tokens)), seg.tokens...)
 	}
 	if withText {
-		s.text += seg.text
+		s.textBuf = append(doubling(s.textBuf, len(seg.text)), seg.text...)
+		s.text = unsafe.String(unsafe.SliceData(s.textBuf), len(s.textBuf))
 		s.msgs = append(s.msgs, Message{Role: role, Content: seg.text})
 	}
+}
+
+// doubling returns b with room for extra more elements, at least doubling its capacity when
+// it must grow: a history grows turn by turn, and append's gentler growth for large slices
+// would copy it several times over.
+func doubling[T any](b []T, extra int) []T {
+	if cap(b)-len(b) >= extra {
+		return b
+	}
+	return slices.Grow(b, max(extra, cap(b)))
 }
 
 // next builds the session's next turn, arriving at at.

@@ -1,8 +1,11 @@
 package workloads
 
 import (
+	"encoding/binary"
 	"fmt"
+	"slices"
 	"strings"
+	"unsafe"
 )
 
 // VocabSize is the number of token ids of the synthetic vocabulary: ids 0..VocabSize-1.
@@ -24,21 +27,73 @@ const (
 // AppendWords appends the synthetic-vocabulary text of ids to dst and returns the result.
 // An id outside 0..VocabSize-1 is first reduced modulo VocabSize.
 func AppendWords(dst []byte, ids []int32) []byte {
-	for _, id := range ids {
-		k := int(id) % VocabSize
-		if k < 0 {
-			k += VocabSize
+	if len(ids) < 3 {
+		for _, id := range ids {
+			dst = appendWord(dst, id)
 		}
-		if k >= syllableN {
-			k -= syllableN
-			dst = appendSyllable(dst, k/syllableN)
-			k %= syllableN
-		}
-		dst = appendSyllable(dst, k)
-		dst = append(dst, ' ')
+		return dst
+	}
+	// Each word is written as one 8-byte store from wordTable; all but the last two, so that
+	// nothing is written past the text's end.
+	n := len(dst)
+	dst = slices.Grow(dst, 5*len(ids))
+	buf := dst[:cap(dst)]
+	for _, id := range ids[:len(ids)-2] {
+		w := wordTable[vocabID(id)]
+		binary.LittleEndian.PutUint64(buf[n:n+8], w)
+		n += int(w >> 56)
+	}
+	dst = dst[:n]
+	for _, id := range ids[len(ids)-2:] {
+		dst = appendWord(dst, id)
 	}
 	return dst
 }
+
+// vocabID reduces id modulo VocabSize.
+func vocabID(id int32) int {
+	if uint32(id) < VocabSize {
+		return int(id)
+	}
+	k := int(id) % VocabSize
+	if k < 0 {
+		k += VocabSize
+	}
+	return k
+}
+
+// appendWord appends the text of one id.
+func appendWord(dst []byte, id int32) []byte {
+	w := wordTable[vocabID(id)]
+	for i := range int(w >> 56) {
+		dst = append(dst, byte(w>>(8*i)))
+	}
+	return dst
+}
+
+// wordTable holds each id's text, up to 5 bytes little-endian, with its length in the top
+// byte.
+var wordTable = func() *[VocabSize]uint64 {
+	var t [VocabSize]uint64
+	var b []byte
+	for k := range VocabSize {
+		b = b[:0]
+		if j := k; j >= syllableN {
+			j -= syllableN
+			b = appendSyllable(b, j/syllableN)
+			b = appendSyllable(b, j%syllableN)
+		} else {
+			b = appendSyllable(b, j)
+		}
+		b = append(b, ' ')
+		var w uint64
+		for i, c := range b {
+			w |= uint64(c) << (8 * i)
+		}
+		t[k] = w | uint64(len(b))<<56
+	}
+	return &t
+}()
 
 func appendSyllable(dst []byte, k int) []byte {
 	return append(dst, consonants[k/len(vowels)], vowels[k%len(vowels)])
@@ -46,7 +101,8 @@ func appendSyllable(dst []byte, k int) []byte {
 
 // Words returns the synthetic-vocabulary text of ids (see VocabSize).
 func Words(ids []int32) string {
-	return string(AppendWords(make([]byte, 0, 5*len(ids)), ids))
+	b := AppendWords(make([]byte, 0, 5*len(ids)), ids)
+	return unsafe.String(unsafe.SliceData(b), len(b)) // b is never written again
 }
 
 // ParseWords is the inverse of Words: it returns the ids whose text is text. Text that Words

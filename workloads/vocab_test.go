@@ -1,6 +1,7 @@
 package workloads
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -95,5 +96,51 @@ func TestChunkTokenizer(t *testing.T) {
 	}
 	if strings.Repeat("x", 0) != "" || a[6] == b[6] {
 		t.Errorf("differing chunks got equal ids")
+	}
+}
+
+// TestAppendWordsMatchesSyllables checks the table-driven AppendWords against building each
+// word from its syllables, and that it writes nothing past the text it appends.
+func TestAppendWordsMatchesSyllables(t *testing.T) {
+	naive := func(dst []byte, ids []int32) []byte {
+		for _, id := range ids {
+			k := int(id) % VocabSize
+			if k < 0 {
+				k += VocabSize
+			}
+			if k >= syllableN {
+				k -= syllableN
+				dst = appendSyllable(dst, k/syllableN)
+				k %= syllableN
+			}
+			dst = appendSyllable(dst, k)
+			dst = append(dst, ' ')
+		}
+		return dst
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 500 {
+		ids := make([]int32, r.IntN(40))
+		for i := range ids {
+			switch r.IntN(4) {
+			case 0:
+				ids[i] = int32(r.IntN(100))
+			case 1:
+				ids[i] = r.Int32() - 1<<30
+			default:
+				ids[i] = int32(r.IntN(VocabSize))
+			}
+		}
+		backing := []byte("prefix:" + strings.Repeat("#", 300))
+		got := AppendWords(backing[:7], ids)
+		want := naive([]byte("prefix:"), ids)
+		if string(got) != string(want) {
+			t.Fatalf("AppendWords(%v) = %q, want %q", ids, got, want)
+		}
+		if len(got) <= len(backing) {
+			if rest := string(backing[len(got):]); rest != strings.Repeat("#", len(backing)-len(got)) {
+				t.Fatalf("AppendWords(%v) wrote past its text: %q", ids, rest)
+			}
+		}
 	}
 }

@@ -3,7 +3,6 @@ package prefix
 import (
 	"fmt"
 	"math/bits"
-	"slices"
 )
 
 // DefaultIndexCapacity is GIE's default per-endpoint LRU size, in blocks
@@ -23,34 +22,27 @@ const DefaultIndexCapacity = 31_250
 // them.
 type Index struct {
 	defaultCap int
-	byHash     table // block hash -> slot in entries
-	entries    []hashEntry
-	freeEntry  []int32 // free slots in entries
-	nodes      []lruNode
-	freeNode   int32 // first free slot in nodes, chained through next
+	entries    entryTable // the blocks, by hash
+	ov         []overflow // endpoint sets beyond one endpoint below 64
+	freeOv     []int32
 	endpoints  []endpointLRU
+	sink       uint64 // keeps the reads of entryTable.touch
 }
 
-// hashEntry is the set of endpoints holding one block.
-type hashEntry struct {
-	hash  uint64
-	set   epSet   // the endpoints
-	nodes []int32 // each endpoint's LRU node, in ascending endpoint order
-}
-
-// lruNode is one (block, endpoint) pair in the endpoint's LRU list.
-type lruNode struct {
-	entry int32 // slot in entries
-	ep    int32
-	prev  int32 // towards the most recently used
-	next  int32 // towards the least recently used, or the next free slot
-}
-
-// endpointLRU is the head and tail of one endpoint's LRU list.
+// endpointLRU is one endpoint's LRU as a queue of uses, oldest first: each use of a block
+// appends the block's hash, records the use's position in the block's entry and marks the
+// block's previous use dead, so the live uses are the blocks held, in LRU order. Eviction
+// takes the first live use; compaction drops dead uses when they are most of the queue,
+// renumbering the live ones. A use costs an append, a write to the entry the lookup has just
+// read and a bit set (a store, which does not stall), rather than unlinking and relinking
+// list nodes scattered in memory. The queue is a ring indexed by position modulo its length;
+// positions are uint32 and wrap, which is safe because a queue never holds 2³² uses.
 type endpointLRU struct {
-	head, tail int32
-	n          int // blocks held
-	cap        int // capacity in blocks
+	ring       []uint64 // block hashes; the use at position p is ring[p&(len(ring)-1)]
+	dead       []uint64 // bit p&(len(ring)-1): the use at p is superseded
+	head, tail uint32   // the queued uses are at positions head..tail-1
+	n          int      // blocks held
+	cap        int      // capacity in blocks
 }
 
 // NewIndex returns an empty index whose endpoints each hold at most
@@ -59,10 +51,7 @@ func NewIndex(capacityPerEndpoint int) (*Index, error) {
 	if capacityPerEndpoint < 1 {
 		return nil, fmt.Errorf("prefix: index capacity must be positive, got %d blocks", capacityPerEndpoint)
 	}
-	return &Index{
-		defaultCap: capacityPerEndpoint,
-		freeNode:   none,
-	}, nil
+	return &Index{defaultCap: capacityPerEndpoint}, nil
 }
 
 // SetCapacity sets how many blocks endpoint ep may hold (GIE's autoTune uses
@@ -78,7 +67,7 @@ func (x *Index) SetCapacity(ep int32, blocks int) error {
 	l := x.endpoint(ep)
 	l.cap = blocks
 	for l.n > l.cap {
-		x.evict(l)
+		x.evict(l, ep)
 	}
 	return nil
 }
@@ -92,7 +81,7 @@ func (x *Index) Len(ep int32) int {
 }
 
 // Hashes returns how many distinct block hashes the index holds.
-func (x *Index) Hashes() int { return x.byHash.len() }
+func (x *Index) Hashes() int { return x.entries.n }
 
 // Add records that endpoint ep now holds every block in hashes, as GIE does
 // after routing a request: each block becomes the most recently used of ep's
@@ -103,6 +92,10 @@ func (x *Index) Add(hashes []uint64, ep int32) {
 		return
 	}
 	l := x.endpoint(ep)
+	x.sink += x.entries.touch(hashes)
+	if l.n+len(hashes) > l.cap {
+		x.sink += x.touchOldest(l, len(hashes))
+	}
 	for _, h := range hashes {
 		x.add(l, h, ep)
 	}
@@ -131,15 +124,14 @@ func (x *Index) Match(hashes []uint64, out []int) {
 	// counts[p][w] holds bit p of the counts of endpoints 64w..64w+63.
 	var counts [maxPlanes][maxStackWords]uint64
 	for _, h := range hashes {
-		i, ok := x.byHash.get(h)
-		if !ok {
+		e := x.entries.find(h)
+		if e == nil {
 			break
 		}
-		set := &x.entries[i].set
 		for w := range words {
 			// Add one to every counter in the word: a ripple-carry adder
 			// across the planes, usually one or two steps.
-			for p, carry := 0, set.word(w); carry != 0; p++ {
+			for p, carry := 0, x.word(e, w); carry != 0; p++ {
 				c := &counts[p][w]
 				*c, carry = *c^carry, *c&carry
 			}
@@ -160,27 +152,28 @@ const maxPlanes = 12
 // for the stack counters.
 func (x *Index) matchEach(hashes []uint64, out []int) {
 	for _, h := range hashes {
-		i, ok := x.byHash.get(h)
-		if !ok {
+		e := x.entries.find(h)
+		if e == nil {
 			return
 		}
-		set := &x.entries[i].set
-		for w := range min(set.words(), wordsFor(len(out))) {
-			addEach(out, w, set.word(w)&lowMask(w, len(out)), 1)
+		for w := range wordsFor(len(out)) {
+			addEach(out, w, x.word(e, w)&lowMask(w, len(out)), 1)
 		}
 	}
 }
 
 // RemoveEndpoint forgets endpoint ep and every block it holds; its capacity
-// returns to the default. It costs O(Len(ep)).
+// returns to the default. It costs O(Len(ep)) plus the uses queued since the
+// last compaction.
 func (x *Index) RemoveEndpoint(ep int32) {
 	if ep < 0 || int(ep) >= len(x.endpoints) {
 		return
 	}
 	l := &x.endpoints[ep]
 	for l.n > 0 {
-		x.evict(l)
+		x.evict(l, ep)
 	}
+	l.head = l.tail // every use is consumed or dead
 	l.cap = x.defaultCap
 }
 
@@ -188,110 +181,144 @@ func (x *Index) RemoveEndpoint(ep int32) {
 // default capacity.
 func (x *Index) endpoint(ep int32) *endpointLRU {
 	for int(ep) >= len(x.endpoints) {
-		x.endpoints = append(x.endpoints, endpointLRU{head: none, tail: none, cap: x.defaultCap})
+		x.endpoints = append(x.endpoints, endpointLRU{cap: x.defaultCap, head: startPos, tail: startPos})
 	}
 	return &x.endpoints[ep]
 }
 
 // add is Add for one hash.
 func (x *Index) add(l *endpointLRU, h uint64, ep int32) {
-	ei, ok := x.byHash.get(h)
-	if ok && x.entries[ei].set.has(ep) {
-		e := &x.entries[ei]
-		n := e.nodes[e.set.rank(ep)]
-		x.unlink(l, n)
-		x.pushFront(l, n)
+	if e := x.entries.find(h); e != nil && x.has(e, ep) {
+		p := x.pos(e, x.rank(e, ep))
+		l.kill(*p)
+		*p = x.use(l, ep, h) // compaction moves no entry, and skips the dead use: p stays valid
 		return
 	}
 	if l.n >= l.cap {
-		// ep is not in h's set, so this never frees entry ei.
-		x.evict(l)
+		// ep does not hold h, so this never forgets h.
+		x.evict(l, ep)
 	}
-	if !ok {
-		ei = x.newEntry(h)
+	p := x.use(l, ep, h)
+	e := x.entries.find(h)
+	if e == nil {
+		e = x.entries.insert(h)
 	}
-	n := x.newNode(ei, ep)
-	e := &x.entries[ei]
-	e.set.add(ep)
-	e.nodes = slices.Insert(e.nodes, e.set.rank(ep), n)
-	x.pushFront(l, n)
-}
-
-// evict drops the least recently used block of l.
-func (x *Index) evict(l *endpointLRU) {
-	n := l.tail
-	x.unlink(l, n)
-	node := x.nodes[n]
-	e := &x.entries[node.entry]
-	r := e.set.rank(node.ep)
-	e.nodes = slices.Delete(e.nodes, r, r+1)
-	e.set.remove(node.ep)
-	if len(e.nodes) == 0 {
-		x.byHash.del(e.hash)
-		x.freeEntry = append(x.freeEntry, node.entry)
-	}
-	x.nodes[n] = lruNode{entry: none, ep: none, prev: none, next: x.freeNode}
-	x.freeNode = n
-}
-
-// newEntry returns a slot for an empty set of hash h, registered in byHash.
-func (x *Index) newEntry(h uint64) int32 {
-	var i int32
-	if k := len(x.freeEntry); k > 0 {
-		i = x.freeEntry[k-1]
-		x.freeEntry = x.freeEntry[:k-1]
-	} else {
-		x.entries = append(x.entries, hashEntry{})
-		i = int32(len(x.entries) - 1)
-	}
-	e := &x.entries[i]
-	e.hash = h
-	e.set.reset()
-	e.nodes = e.nodes[:0]
-	x.byHash.set(h, i)
-	return i
-}
-
-// newNode returns an unlinked node for (entry, ep).
-func (x *Index) newNode(entry, ep int32) int32 {
-	var n int32
-	if x.freeNode != none {
-		n = x.freeNode
-		x.freeNode = x.nodes[n].next
-	} else {
-		x.nodes = append(x.nodes, lruNode{})
-		n = int32(len(x.nodes) - 1)
-	}
-	x.nodes[n] = lruNode{entry: entry, ep: ep, prev: none, next: none}
-	return n
-}
-
-// pushFront links node n in as l's most recently used block.
-func (x *Index) pushFront(l *endpointLRU, n int32) {
-	node := &x.nodes[n]
-	node.prev, node.next = none, l.head
-	if l.head != none {
-		x.nodes[l.head].prev = n
-	} else {
-		l.tail = n
-	}
-	l.head = n
+	x.join(e, ep, p)
 	l.n++
 }
 
-// unlink takes node n out of l.
-func (x *Index) unlink(l *endpointLRU, n int32) {
-	node := &x.nodes[n]
-	if node.prev != none {
-		x.nodes[node.prev].next = node.next
-	} else {
-		l.head = node.next
+// A full queue is compacted when it holds at least compactFactor uses per block held plus
+// compactSlack, and grown otherwise; minRing is the smallest ring. They are variables so
+// that tests can make compaction, growth and wrap-around frequent.
+var compactFactor, compactSlack, minRing = 8, 1024, 1024
+
+// startPos is the position of an endpoint's first use; tests set it near 2³² to check that
+// positions wrap around safely.
+var startPos uint32
+
+// use queues a use of block h by ep and returns its position.
+func (x *Index) use(l *endpointLRU, ep int32, h uint64) uint32 {
+	if int(l.tail-l.head) == len(l.ring) {
+		if int(l.tail-l.head) >= compactFactor*l.n+compactSlack {
+			x.compact(l, ep)
+		} else {
+			l.grow()
+		}
 	}
-	if node.next != none {
-		x.nodes[node.next].prev = node.prev
-	} else {
-		l.tail = node.prev
+	p := l.tail
+	i := p & uint32(len(l.ring)-1)
+	l.ring[i] = h
+	l.dead[i>>6] &^= 1 << (i & 63)
+	l.tail++
+	return p
+}
+
+// kill marks the use at position p dead.
+func (l *endpointLRU) kill(p uint32) {
+	i := p & uint32(len(l.ring)-1)
+	l.dead[i>>6] |= 1 << (i & 63)
+}
+
+// isDead reports whether the use at position p is dead.
+func (l *endpointLRU) isDead(p uint32) bool {
+	i := p & uint32(len(l.ring)-1)
+	return l.dead[i>>6]&(1<<(i&63)) != 0
+}
+
+// at returns the block hash of the use at position p.
+func (l *endpointLRU) at(p uint32) uint64 { return l.ring[p&uint32(len(l.ring)-1)] }
+
+// grow doubles the ring (or allocates it), keeping every use at its position.
+func (l *endpointLRU) grow() {
+	old, oldDead := l.ring, l.dead
+	size := max(2*len(old), minRing)
+	l.ring, l.dead = make([]uint64, size), make([]uint64, (size+63)/64)
+	for p := l.head; p != l.tail; p++ {
+		i, j := p&uint32(len(old)-1), p&uint32(size-1)
+		l.ring[j] = old[i]
+		if oldDead[i>>6]&(1<<(i&63)) != 0 {
+			l.dead[j>>6] |= 1 << (j & 63)
+		}
 	}
-	node.prev, node.next = none, none
+}
+
+// compact drops the dead uses from l's queue, moving the live ones forward in order and
+// renumbering them.
+func (x *Index) compact(l *endpointLRU, ep int32) {
+	q := l.head
+	for p := l.head; p != l.tail; p++ {
+		if l.isDead(p) {
+			continue
+		}
+		h := l.at(p)
+		e := x.entries.find(h)
+		*x.pos(e, x.rank(e, ep)) = q
+		i := q & uint32(len(l.ring)-1)
+		l.ring[i] = h
+		l.dead[i>>6] &^= 1 << (i & 63)
+		q++
+	}
+	l.tail = q
+}
+
+// touchOldest reads the entries of up to k of l's oldest live uses, the next ones eviction
+// takes, overlapping their cache misses (see entryTable.touch).
+func (x *Index) touchOldest(l *endpointLRU, k int) uint64 {
+	var sink uint64
+	for p := l.head; p != l.tail && k > 0; p++ {
+		if !l.isDead(p) {
+			sink += x.entries.slots[x.entries.home(l.at(p))].key
+			k--
+		}
+	}
+	return sink
+}
+
+// evict drops the least recently used block of l, which is ep's.
+func (x *Index) evict(l *endpointLRU, ep int32) {
+	for l.isDead(l.head) {
+		l.head++
+	}
+	h := l.at(l.head)
+	l.head++
 	l.n--
+	if x.leave(x.entries.find(h), ep) {
+		x.entries.delete(h)
+	}
+}
+
+// lru returns the blocks endpoint ep holds, most recently used first.
+func (x *Index) lru(ep int32) []uint64 {
+	if ep < 0 || int(ep) >= len(x.endpoints) {
+		return nil
+	}
+	l := &x.endpoints[ep]
+	var out []uint64
+	for p := l.tail; p != l.head; {
+		p--
+		if !l.isDead(p) {
+			out = append(out, l.at(p))
+		}
+	}
+	return out
 }

@@ -149,8 +149,10 @@ func TestIndexBounded(t *testing.T) {
 	if x.Hashes() > 3*capacity {
 		t.Errorf("Hashes = %d > %d", x.Hashes(), 3*capacity)
 	}
-	if len(x.nodes) > 3*capacity {
-		t.Errorf("node slab grew to %d for %d blocks", len(x.nodes), 3*capacity)
+	for ep := range int32(3) {
+		if q := len(x.endpoints[ep].ring); q > 2*(8*capacity+1024) {
+			t.Errorf("endpoint %d: use queue grew to %d for %d blocks", ep, q, capacity)
+		}
 	}
 	for ep := range int32(3) {
 		x.RemoveEndpoint(ep)

@@ -329,12 +329,7 @@ func checkIndexAgainst(t *testing.T, x *Index, m *naiveIndex, fl fleet) {
 	t.Helper()
 	distinct := map[uint64]bool{}
 	for _, ep := range fl.eps {
-		var got []uint64
-		if int(ep) < len(x.endpoints) {
-			for n := x.endpoints[ep].head; n != none; n = x.nodes[n].next {
-				got = append(got, x.entries[x.nodes[n].entry].hash)
-			}
-		}
+		got := x.lru(ep)
 		if diff := cmp.Diff(m.lru[ep], got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("endpoint %d LRU (-want +got):\n%s", ep, diff)
 		}
@@ -365,5 +360,25 @@ func TestModelsWideFleets(t *testing.T) {
 				runIndexScript(t, in, fl)
 			}
 		})
+	}
+}
+
+// TestIndexCompaction replays pseudo-random scripts with compaction after every few uses,
+// so that the use queues are compacted, grown and wrapped around constantly, with positions
+// starting just below 2³² so that they wrap too.
+func TestIndexCompaction(t *testing.T) {
+	defer func(f, s, r int, p uint32) {
+		compactFactor, compactSlack, minRing, startPos = f, s, r, p
+	}(compactFactor, compactSlack, minRing, startPos)
+	compactFactor, compactSlack, minRing, startPos = 1, 1, 1, 1<<32-40
+	r := rand.New(rand.NewPCG(7, 8))
+	for _, fl := range append([]fleet{smallFleet}, wideFleets...) {
+		for range 200 {
+			in := make([]byte, 20+r.IntN(200))
+			for i := range in {
+				in[i] = byte(r.Uint32())
+			}
+			runIndexScript(t, in, fl)
+		}
 	}
 }

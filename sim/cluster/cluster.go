@@ -40,6 +40,8 @@ type Sim struct {
 
 	arrivalEv sim.EventID
 	arrivalAt sim.Time
+	arrivalFn func(sim.Time) // s.onArrival and s.tick, bound once
+	tickFn    func(sim.Time)
 	scraping  bool
 	active    int // requests taken from the stream and not yet terminal
 	taken     int
@@ -70,6 +72,7 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 	}
 	s := &Sim{cfg: cfg, k: sim.NewKernel(), policy: policy, stream: stream, sink: sink, arrivalAt: sim.Never}
 	s.obs, _ = policy.(router.Observer)
+	s.arrivalFn, s.tickFn = s.onArrival, s.tick
 	s.salt = engine.BlockHash(0, modelSalt(cfg.Model))
 	for i, rc := range cfg.Replicas {
 		rep, err := engine.New(s.k, rc, s.hooks(i))
@@ -161,7 +164,7 @@ func (s *Sim) scheduleArrival() {
 	}
 	s.arrivalAt = at
 	if at != sim.Never {
-		s.arrivalEv = s.k.Schedule(at, 0, s.onArrival)
+		s.arrivalEv = s.k.Schedule(at, 0, s.arrivalFn)
 	}
 }
 

@@ -111,7 +111,7 @@ func (s *Sim) ensureScraping(now sim.Time) {
 	}
 	s.scraping = true
 	s.scrape(now) // the fleet was idle since the last scrape: this is what it would show
-	s.k.Schedule((now/iv+1)*iv, -2, s.tick)
+	s.k.Schedule((now/iv+1)*iv, -2, s.tickFn)
 }
 
 func (s *Sim) tick(now sim.Time) {
@@ -120,7 +120,7 @@ func (s *Sim) tick(now sim.Time) {
 		s.scraping = false
 		return
 	}
-	s.k.Schedule(now+sim.Time(s.cfg.MetricsInterval), -2, s.tick)
+	s.k.Schedule(now+sim.Time(s.cfg.MetricsInterval), -2, s.tickFn)
 }
 
 // scrape copies each replica's metrics into the router's view.

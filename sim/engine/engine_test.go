@@ -65,11 +65,11 @@ func (h *harness) checkRefs() {
 		}
 	}
 	free := 0
-	for b, n := range h.r.pool.ref {
-		if n != want[b] {
+	for b := range int32(h.r.pool.size()) {
+		if n := h.r.pool.refCount(b); n != want[b] {
 			h.t.Fatalf("block %d: ref %d, held by %d block tables", b, n, want[b])
 		}
-		if n == 0 {
+		if h.r.pool.refCount(b) == 0 {
 			free++
 		}
 	}

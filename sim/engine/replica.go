@@ -63,16 +63,26 @@ type Replica struct {
 	maxBatch int
 	maxSeqs  int
 
-	waiting []*seq // FIFO; preempted requests go to the front
-	running []*seq // admission order; the newest is preempted first
-	batch   []*seq
+	waiting []*seq  // FIFO; preempted requests go to the front
+	running []*seq  // admission order; the newest is preempted first
+	due     []int64 // per running request: the step it must next be handled on its own (lazy.go)
+	batch   []*seq  // the step's requests handled one by one; lazy decoders are implied
 	scratch []int32
+	memo    hashMemo
 	hits    []int32
 
-	stepping bool        // a step is in progress or about to start
-	stepEnd  sim.EventID // the pending end-of-step event
-	down     bool
-	m        Metrics
+	tick    int64 // steps ended so far
+	lazyN   int   // lazy decoders
+	lazyCtx int64 // Σ over lazy decoders of computed − t0
+
+	stepping  bool        // a step is in progress or about to start
+	stepEnd   sim.EventID // the pending end-of-step event
+	stepDur   time.Duration
+	stepShape gpumodel.Step
+	startFn   func(sim.Time) // r.startStep and r.endStep, bound once
+	endFn     func(sim.Time)
+	down      bool
+	m         Metrics
 }
 
 // New returns an idle replica on kernel k.
@@ -95,6 +105,7 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	r := &Replica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newBlockPool(n),
 		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	r.startFn, r.endFn = r.startStep, r.endStep
 	return r, nil
 }
 
@@ -113,7 +124,8 @@ func (r *Replica) Down() bool { return r.down }
 // fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
 func (r *Replica) Submit(req *Request) {
 	now := r.k.Now()
-	s := &seq{req: req, arrival: now, hashable: -1}
+	s := &seq{req: req, arrival: now, hashable: -1,
+		promptLen: len(req.Prompt), outputLen: req.OutputTokens, knownLen: len(req.Prompt) + len(req.Answer)}
 	switch {
 	case r.down:
 		r.end(s, Aborted, now)
@@ -132,7 +144,7 @@ func (r *Replica) kick(now sim.Time) {
 		return
 	}
 	r.stepping = true
-	r.k.Schedule(now, r.cfg.Priority, r.startStep)
+	r.k.Schedule(now, r.cfg.Priority, r.startFn)
 }
 
 func (r *Replica) blocksFor(tokens int) int { return (tokens + r.bs - 1) / r.bs }
@@ -144,7 +156,7 @@ func (r *Replica) startStep(now sim.Time) {
 		return
 	}
 	step := r.schedule()
-	if len(r.batch) == 0 {
+	if len(r.batch) == 0 && r.lazyN == 0 {
 		r.stepping = false
 		return
 	}
@@ -155,13 +167,19 @@ func (r *Replica) startStep(now sim.Time) {
 		d = r.pricer.StepTime(step)
 	}
 	d = max(d, time.Nanosecond) // time must advance
-	r.stepEnd = r.k.Schedule(now+sim.Time(d), r.cfg.Priority, func(at sim.Time) { r.endStep(at, d, step) })
+	r.stepDur, r.stepShape = d, step
+	r.stepEnd = r.k.Schedule(now+sim.Time(d), r.cfg.Priority, r.endFn)
 }
 
 // endStep applies the batch's tokens, then starts the next step at once.
-func (r *Replica) endStep(now sim.Time, d time.Duration, step gpumodel.Step) {
+func (r *Replica) endStep(now sim.Time) {
 	r.stepEnd = 0
-	finished := false
+	// Every lazy decoder computed its token. They are counted before the requests handled one
+	// by one, as vLLM counts in running order: a request still prefilling has only prefilling
+	// requests after it (it took the whole budget, or the ones after it were admitted in the
+	// step it finished), so the hooks below see the counts they would.
+	r.tick++
+	r.m.GenerationTokens += int64(r.lazyN)
 	for _, s := range r.batch {
 		s.computed += s.scheduled
 		s.scheduled = 0
@@ -176,37 +194,58 @@ func (r *Replica) endStep(now sim.Time, d time.Duration, step gpumodel.Step) {
 				r.hooks.FirstToken(s.req, now)
 			}
 		}
-		if s.generated >= s.req.OutputTokens {
+		if s.generated >= s.outputLen {
 			r.pool.release(s.blocks)
-			s.blocks = nil
+			s.blocks = s.blocks[:0]
 			s.generated = -s.generated // mark finished until running is compacted
-			finished = true
 		}
 	}
 	if r.hooks.Step != nil {
-		r.hooks.Step(now, d, step)
+		r.hooks.Step(now, r.stepDur, r.stepShape)
 	}
-	if finished {
-		r.compactFinished(now)
-	}
+	r.settle(now)
 	r.batch = r.batch[:0]
 	r.startStep(now)
 }
 
+// settle makes the requests handled one by one this step lazy decoders when they can, then
+// removes finished requests from running, in order, and reports them.
+func (r *Replica) settle(now sim.Time) {
+	tick, due, running := r.tick, r.due, r.running
+	finished := false
+	for i, d := range due {
+		if d >= tick {
+			continue // a lazy decoder, not due yet
+		}
+		if s := running[i]; s.generated >= 0 {
+			due[i] = r.lazify(s)
+		} else {
+			finished = true
+		}
+	}
+	if finished {
+		r.compactFinished(now)
+	}
+}
+
 // compactFinished removes finished requests from running, in order, and reports them.
 func (r *Replica) compactFinished(now sim.Time) {
-	kept := r.running[:0]
-	for _, s := range r.running {
-		if s.generated >= 0 {
-			kept = append(kept, s)
+	n, kept := len(r.running), 0
+	for i := range n {
+		s := r.running[i]
+		if s.generated < 0 {
+			// Reported while running still has its length, as vLLM's stats would show.
+			s.generated = -s.generated
+			r.m.Completed++
+			r.memo.remember(s)
+			r.end(s, Completed, now)
 			continue
 		}
-		s.generated = -s.generated
-		r.m.Completed++
-		r.end(s, Completed, now)
+		r.running[kept], r.due[kept] = s, r.due[i]
+		kept++
 	}
-	clear(r.running[len(kept):])
-	r.running = kept
+	clear(r.running[kept:n])
+	r.running, r.due = r.running[:kept], r.due[:kept]
 }
 
 // end reports a request's result.
@@ -230,8 +269,9 @@ func (r *Replica) Fail() {
 		r.stepEnd = 0
 	}
 	r.down, r.stepping = true, false
+	r.materializeAll()
 	all := append(append([]*seq(nil), r.running...), r.waiting...)
-	r.running, r.waiting, r.batch = nil, nil, r.batch[:0]
+	r.running, r.due, r.waiting, r.batch = nil, nil, nil, r.batch[:0]
 	r.pool.clearAll()
 	for _, s := range all {
 		s.generated = max(s.generated, -s.generated)

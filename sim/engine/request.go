@@ -74,51 +74,72 @@ type seq struct {
 	cachedOnce  bool     // CachedTokens has been recorded
 	cached      int
 	preemptions int
-	scheduled   int // tokens scheduled in the current step
-	reg         int // leading blocks whose hashes were offered to the cache
-	hashable    int // full blocks whose tokens are known; -1 until the first unknown token
+	scheduled   int   // tokens scheduled in the current step
+	reg         int   // leading blocks whose hashes were offered to the cache
+	hashable    int   // full blocks whose tokens are known; -1 until the first unknown token
+	promptLen   int   // len(req.Prompt)
+	outputLen   int   // req.OutputTokens
+	knownLen    int   // len(req.Prompt) + len(req.Answer): the tokens known in advance
+	lazy        bool  // a lazy decoder (lazy.go): computed and generated are as of step t0
+	t0          int64 // the replica's tick when a lazy decoder's counts were last brought up to date
+}
+
+// knownBlocks returns how many full blocks of the sequence have only known tokens.
+func (s *seq) knownBlocks(blockSize int) int {
+	return s.knownLen / blockSize
 }
 
 // numTokens is the prompt plus the tokens generated so far.
-func (s *seq) numTokens() int { return len(s.req.Prompt) + s.generated }
+func (s *seq) numTokens() int { return s.promptLen + s.generated }
 
-// token returns token i of the sequence (prompt, then generated), and whether it is known.
-func (s *seq) token(i int) (int32, bool) {
-	if i < len(s.req.Prompt) {
-		return s.req.Prompt[i], true
-	}
-	j := i - len(s.req.Prompt)
-	if j < len(s.req.Answer) {
-		return s.req.Answer[j], true
-	}
-	return 0, false
-}
-
-// hashUpTo extends the block hashes to cover the first n full blocks when their tokens are
+// hashUpTo extends s's block hashes to cover its first n full blocks when their tokens are
 // known (prompt tokens always; generated ones only with an Answer). It returns how many
 // full-block hashes are available.
-func (s *seq) hashUpTo(n, blockSize int, scratch *[]int32) int {
+//
+// The first call hashes every block s can ever fill with known tokens, taking what it can
+// from the memo: reading the prompt and the answer once, in order, costs far less than
+// reading an answer block from cold memory each time decoding fills one.
+func (r *Replica) hashUpTo(s *seq, n int) int {
 	if s.hashable >= 0 && n > s.hashable {
 		n = s.hashable
 	}
-	for len(s.hashes) < n {
-		j := len(s.hashes)
-		buf := (*scratch)[:0]
-		for i := j * blockSize; i < (j+1)*blockSize; i++ {
-			t, ok := s.token(i)
-			if !ok {
-				*scratch = buf
-				s.hashable = len(s.hashes) // generated tokens without an Answer are never known
-				return len(s.hashes)
-			}
-			buf = append(buf, t)
+	if len(s.hashes) >= n {
+		return n
+	}
+	if s.hashes == nil {
+		known := s.knownBlocks(r.bs)
+		s.hashes = make([]uint64, 0, known)
+		r.hashBlocks(s, min(known, (s.promptLen+s.outputLen)/r.bs))
+	}
+	return r.hashBlocks(s, n)
+}
+
+// hashBlocks extends s's hashes up to its first n full blocks, or up to its first block with
+// an unknown token, and returns how many are available.
+func (r *Replica) hashBlocks(s *seq, n int) int {
+	bs := r.bs
+	prompt, answer := s.req.Prompt, s.req.Answer
+	for j := len(s.hashes); j < n; j++ {
+		lo, hi := j*bs, (j+1)*bs
+		var block []int32
+		switch {
+		case hi <= len(prompt):
+			block = prompt[lo:hi]
+		case hi <= len(prompt)+len(answer):
+			buf := append(r.scratch[:0], prompt[min(lo, len(prompt)):]...)
+			block = append(buf, answer[max(lo-len(prompt), 0):hi-len(prompt)]...)
+			r.scratch = block
+		default:
+			s.hashable = j // generated tokens without an Answer are never known
+			return j
 		}
-		*scratch = buf
-		parent := s.req.Salt
-		if j > 0 {
-			parent = s.hashes[j-1]
+		if j == 0 {
+			s.hashes = append(s.hashes, BlockHash(s.req.Salt, block))
+			r.memo.reuse(s, bs)
+			j = len(s.hashes) - 1
+			continue
 		}
-		s.hashes = append(s.hashes, BlockHash(parent, buf))
+		s.hashes = append(s.hashes, BlockHash(s.hashes[j-1], block))
 	}
 	return n
 }

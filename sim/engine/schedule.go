@@ -3,12 +3,40 @@ package engine
 import "kvroute/gpumodel"
 
 // schedule builds the next batch into r.batch, as vLLM V1's scheduler does, and returns its
-// shape for pricing.
+// shape for pricing. Lazy decoders (lazy.go) are in the batch implicitly.
 func (r *Replica) schedule() gpumodel.Step {
-	budget := r.maxBatch
 	r.batch = r.batch[:0]
-	preempted := false
+	if !r.prepareLazy() {
+		r.materializeAll() // some request will not get all it needs: go one by one
+	}
+	budget, preempted := r.scheduleRunning()
+	if !preempted {
+		r.scheduleWaiting(budget)
+	}
+	var step gpumodel.Step
+	for _, s := range r.batch {
+		if s.scheduled == 1 && s.generated > 0 && s.computed == s.numTokens()-1 {
+			step.AddDecode(s.computed)
+		} else {
+			step.AddPrefill(s.scheduled, s.computed)
+		}
+	}
+	step.DecodeSeqs += r.lazyN
+	step.DecodeContext += r.lazyCtx + int64(r.lazyN)*r.tick
+	return step
+}
+
+// scheduleRunning gives each running request, in order, its remaining tokens within the
+// budget, preempting the newest when blocks run out. It returns the budget left and whether
+// it preempted.
+func (r *Replica) scheduleRunning() (budget int, preempted bool) {
+	budget = r.maxBatch
 	for i := 0; i < len(r.running) && budget > 0; {
+		if j := r.nextExplicit(i); j > i {
+			budget -= j - i // lazy decoders: one token each, their blocks in place
+			i = j
+			continue
+		}
 		s := r.running[i]
 		n := min(s.numTokens()-s.computed, budget)
 		total := s.computed + n
@@ -38,7 +66,24 @@ func (r *Replica) schedule() gpumodel.Step {
 		r.batch = append(r.batch, s)
 		i++
 	}
-	for !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
+	return budget, preempted
+}
+
+// nextExplicit returns the index of the first running request from i on that is not a lazy
+// decoder, or len(running). When that skips lazy decoders, the caller's budget covers them:
+// schedule goes one by one whenever it might not.
+func (r *Replica) nextExplicit(i int) int {
+	tick, due := r.tick, r.due
+	for i < len(due) && due[i] > tick {
+		i++
+	}
+	return i
+}
+
+// scheduleWaiting admits waiting requests, in order, while the budget, max_num_seqs and the
+// free blocks allow.
+func (r *Replica) scheduleWaiting(budget int) {
+	for len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
 		s := r.waiting[0]
 		n, ok := r.admit(s, budget)
 		if !ok {
@@ -47,19 +92,11 @@ func (r *Replica) schedule() gpumodel.Step {
 		r.waiting[0] = nil
 		r.waiting = r.waiting[1:]
 		r.running = append(r.running, s)
+		r.due = append(r.due, 0)
 		s.scheduled = n
 		budget -= n
 		r.batch = append(r.batch, s)
 	}
-	var step gpumodel.Step
-	for _, s := range r.batch {
-		if s.scheduled == 1 && s.generated > 0 && s.computed == s.numTokens()-1 {
-			step.AddDecode(s.computed)
-		} else {
-			step.AddPrefill(s.scheduled, s.computed)
-		}
-	}
-	return step
 }
 
 // allocate gives s blocks for its first total tokens, registering in the cache every block
@@ -70,6 +107,9 @@ func (r *Replica) allocate(s *seq, total int) bool {
 	if need > r.pool.numFree {
 		return false
 	}
+	if need > 1 {
+		r.pool.touchFree(need)
+	}
 	for range need {
 		s.blocks = append(s.blocks, r.pool.popFree())
 	}
@@ -79,7 +119,7 @@ func (r *Replica) allocate(s *seq, total int) bool {
 
 // register caches s's first full blocks, up to full, whose tokens are known.
 func (r *Replica) register(s *seq, full int) {
-	known := min(s.hashUpTo(full, r.bs, &r.scratch), len(s.blocks))
+	known := min(r.hashUpTo(s, full), len(s.blocks))
 	for ; s.reg < known; s.reg++ {
 		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg])
 	}
@@ -91,7 +131,9 @@ func (r *Replica) register(s *seq, full int) {
 func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	total := s.numTokens()
 	maxHit := (total - 1) / r.bs // a full hit still recomputes the last token
-	known := s.hashUpTo(maxHit, r.bs, &r.scratch)
+	known := r.hashUpTo(s, maxHit)
+	// Bring in the table slots of the blocks to look up and register, all misses at once.
+	r.pool.sink += r.pool.cached.touch(s.hashes[:min(len(s.hashes), r.blocksFor(total))])
 	r.hits = r.hits[:0]
 	freeHits := 0
 	for j := 0; j < known; j++ {
@@ -100,7 +142,7 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 			break
 		}
 		r.hits = append(r.hits, b)
-		if r.pool.ref[b] == 0 {
+		if r.pool.refCount(b) == 0 {
 			freeHits++
 		}
 	}
@@ -116,6 +158,9 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	s.blocks = append(s.blocks[:0], r.hits...)
 	s.computed = hit
 	s.reg = len(r.hits)
+	if need > 1 {
+		r.pool.touchFree(need)
+	}
 	for range need {
 		s.blocks = append(s.blocks, r.pool.popFree())
 	}
@@ -132,8 +177,12 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 // preempt frees the newest running request's blocks and puts it at the front of the queue, to
 // be recomputed (vLLM V1 preempts by recompute only).
 func (r *Replica) preempt(v *seq) {
+	if v.lazy {
+		r.materialize(v)
+	}
 	r.running[len(r.running)-1] = nil
 	r.running = r.running[:len(r.running)-1]
+	r.due = r.due[:len(r.running)]
 	r.pool.release(v.blocks)
 	v.blocks = v.blocks[:0]
 	v.computed = 0

@@ -1,0 +1,242 @@
+package prefix
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// entry is one block of an Index, stored in the index's hash table itself so that a lookup
+// touches one slot: the endpoints holding the block and, for each, the position of its latest
+// use in that endpoint's use queue. Endpoints 0..63 and the position of the lowest-ranked
+// endpoint live inline; a block held by more endpoints, or by one beyond 63, spills into an
+// overflow record.
+type entry struct {
+	key  uint64
+	lo   uint64 // endpoints 0..63
+	pos0 uint32 // queue position of the use by the endpoint of rank 0
+	ov   int32  // 0: an empty slot; 1: no overflow; 2 + i: overflow record Index.ov[i]
+}
+
+// overflow holds the rest of a block's endpoint set and positions.
+type overflow struct {
+	more []uint64 // word w holds endpoints 64(w+1)..64(w+1)+63
+	pos  []uint32 // positions of the endpoints of rank 1, 2, …
+}
+
+// entryTable is an open-addressing hash table of entries keyed by block hash: linear probing,
+// backward-shift deletion (no tombstones), load factor at most 1/2. Entries move on insert
+// (growth) and delete, so pointers to them are valid only until the next of either.
+type entryTable struct {
+	slots []entry // len is a power of two, or 0
+	shift uint    // 64 − log2(len(slots))
+	n     int
+}
+
+func (t *entryTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
+
+// find returns key's entry, or nil.
+func (t *entryTable) find(key uint64) *entry {
+	if t.n == 0 {
+		return nil
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(key); ; i = (i + 1) & mask {
+		e := &t.slots[i]
+		if e.ov == 0 {
+			return nil
+		}
+		if e.key == key {
+			return e
+		}
+	}
+}
+
+// touch reads the home slot of each key and returns a value made of them, which the caller
+// keeps so that the reads are not dropped. The reads do not depend on each other, so the
+// processor overlaps their cache misses; the lookups that follow then find the slots cached
+// instead of missing one after another.
+func (t *entryTable) touch(keys []uint64) uint64 {
+	var sink uint64
+	if len(t.slots) == 0 {
+		return 0
+	}
+	for _, k := range keys {
+		sink += t.slots[t.home(k)].key
+	}
+	return sink
+}
+
+// insert adds an empty entry for key, which must be absent, and returns it.
+func (t *entryTable) insert(key uint64) *entry {
+	if 2*(t.n+1) > len(t.slots) {
+		t.grow()
+	}
+	mask := uint64(len(t.slots) - 1)
+	i := t.home(key)
+	for t.slots[i].ov != 0 {
+		i = (i + 1) & mask
+	}
+	t.slots[i] = entry{key: key, ov: 1}
+	t.n++
+	return &t.slots[i]
+}
+
+// delete removes key's entry, shifting later members of its probe run back.
+func (t *entryTable) delete(key uint64) {
+	mask := uint64(len(t.slots) - 1)
+	i := t.home(key)
+	for ; t.slots[i].key != key || t.slots[i].ov == 0; i = (i + 1) & mask {
+		if t.slots[i].ov == 0 {
+			return
+		}
+	}
+	for j := (i + 1) & mask; t.slots[j].ov != 0; j = (j + 1) & mask {
+		// Move j back into the hole at i unless its home lies cyclically in (i, j].
+		if h := t.home(t.slots[j].key); (j-h)&mask >= (j-i)&mask {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = entry{}
+	t.n--
+}
+
+func (t *entryTable) grow() {
+	old := t.slots
+	size := max(2*len(old), minTableSlots)
+	t.slots = make([]entry, size)
+	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
+	t.n = 0
+	mask := uint64(size - 1)
+	for _, e := range old {
+		if e.ov != 0 {
+			i := t.home(e.key)
+			for t.slots[i].ov != 0 {
+				i = (i + 1) & mask
+			}
+			t.slots[i] = e
+			t.n++
+		}
+	}
+}
+
+// word returns word w of e's endpoint set.
+func (x *Index) word(e *entry, w int) uint64 {
+	if w == 0 {
+		return e.lo
+	}
+	if e.ov > 1 {
+		if more := x.ov[e.ov-2].more; w-1 < len(more) {
+			return more[w-1]
+		}
+	}
+	return 0
+}
+
+// has reports whether ep holds e.
+func (x *Index) has(e *entry, ep int32) bool {
+	return x.word(e, int(ep>>6))&(uint64(1)<<(ep&63)) != 0
+}
+
+// rank returns how many of e's endpoints are below ep.
+func (x *Index) rank(e *entry, ep int32) int {
+	w := int(ep >> 6)
+	r := bits.OnesCount64(x.word(e, w) & (uint64(1)<<(ep&63) - 1))
+	if w > 0 {
+		r += bits.OnesCount64(e.lo)
+		for v := 1; v < w; v++ {
+			r += bits.OnesCount64(x.word(e, v))
+		}
+	}
+	return r
+}
+
+// pos returns where e's position for the endpoint of rank r is kept.
+func (x *Index) pos(e *entry, r int) *uint32 {
+	if r == 0 {
+		return &e.pos0
+	}
+	return &x.ov[e.ov-2].pos[r-1]
+}
+
+// join adds ep, absent, to e's endpoints with position p.
+func (x *Index) join(e *entry, ep int32, p uint32) {
+	if e.lo == 0 && e.ov == 1 && ep < 64 {
+		e.lo, e.pos0 = uint64(1)<<ep, p // the only endpoint
+		return
+	}
+	if e.ov == 1 {
+		e.ov = x.newOverflow()
+	}
+	o := &x.ov[e.ov-2]
+	if w := int(ep >> 6); w == 0 {
+		e.lo |= uint64(1) << ep
+	} else {
+		for len(o.more) < w {
+			o.more = append(o.more, 0)
+		}
+		o.more[w-1] |= uint64(1) << (ep & 63)
+	}
+	switch r := x.rank(e, ep); {
+	case x.size(e) == 1:
+		e.pos0 = p
+	case r == 0:
+		o.pos = slices.Insert(o.pos, 0, e.pos0)
+		e.pos0 = p
+	default:
+		o.pos = slices.Insert(o.pos, r-1, p)
+	}
+}
+
+// leave removes ep, present, from e's endpoints and reports whether none is left.
+func (x *Index) leave(e *entry, ep int32) bool {
+	r := x.rank(e, ep)
+	if w := int(ep >> 6); w == 0 {
+		e.lo &^= uint64(1) << ep
+	} else {
+		x.ov[e.ov-2].more[w-1] &^= uint64(1) << (ep & 63)
+	}
+	if e.ov == 1 {
+		return e.lo == 0
+	}
+	o := &x.ov[e.ov-2]
+	if len(o.pos) == 0 { // ep was the only endpoint
+		x.freeOverflow(e.ov)
+		e.ov = 1
+		return true
+	}
+	if r == 0 {
+		e.pos0 = o.pos[0]
+		r = 1
+	}
+	o.pos = slices.Delete(o.pos, r-1, r)
+	return false
+}
+
+// size returns the number of e's endpoints.
+func (x *Index) size(e *entry) int {
+	n := bits.OnesCount64(e.lo)
+	if e.ov > 1 {
+		for _, w := range x.ov[e.ov-2].more {
+			n += bits.OnesCount64(w)
+		}
+	}
+	return n
+}
+
+// newOverflow returns the ov value of a new, empty overflow record.
+func (x *Index) newOverflow() int32 {
+	if k := len(x.freeOv); k > 0 {
+		i := x.freeOv[k-1]
+		x.freeOv = x.freeOv[:k-1]
+		return i + 2
+	}
+	x.ov = append(x.ov, overflow{})
+	return int32(len(x.ov)) + 1
+}
+
+func (x *Index) freeOverflow(ov int32) {
+	o := &x.ov[ov-2]
+	o.more, o.pos = o.more[:0], o.pos[:0]
+	x.freeOv = append(x.freeOv, ov-2)
+}

@@ -1,0 +1,178 @@
+package engine
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"kvroute/gpumodel"
+	"kvroute/sim"
+)
+
+// submitter is what the differential test drives: the replica and its reference.
+type submitter interface {
+	Submit(*Request)
+	Metrics() Metrics
+	Fail()
+	Recover()
+}
+
+// script is a random run: requests at times, failures and recoveries.
+type script struct {
+	cfg     Config
+	reqs    []scriptReq
+	fails   []sim.Time
+	recover []sim.Time
+}
+
+type scriptReq struct {
+	at  sim.Time
+	req Request
+}
+
+// randomScript builds requests from a few shared prefixes (so they hit each other's blocks),
+// with answers that are absent, complete or short, on a replica that is sometimes tiny
+// (preemptions, rejections) or has a small token budget (chunked prefill, starved decodes).
+func randomScript(rng *rand.Rand) script {
+	d := gpumodel.DefaultDeployment(gpumodel.H100SXM80GB(), gpumodel.Llama31x8B(), 1)
+	sc := script{cfg: Config{Deployment: d}}
+	switch rng.IntN(4) {
+	case 0:
+		sc.cfg.NumBlocks = 20 + rng.IntN(100)
+	case 1:
+		sc.cfg.NumBlocks = 100 + rng.IntN(2000)
+	case 2:
+		sc.cfg.NumBlocks = 0
+	default:
+		sc.cfg.NumBlocks = 50 + rng.IntN(400)
+	}
+	if rng.IntN(2) == 0 {
+		sc.cfg.Deployment.MaxNumBatchedTokens = 16 + rng.IntN(600)
+		sc.cfg.Deployment.MaxNumSeqs = min(1+rng.IntN(40), sc.cfg.Deployment.MaxNumBatchedTokens)
+	}
+	if rng.IntN(3) == 0 {
+		step := time.Duration(1+rng.IntN(20)) * time.Millisecond
+		sc.cfg.StepTime = func(gpumodel.Step) time.Duration { return step }
+	}
+	var prefixes [][]int32
+	for range 1 + rng.IntN(5) {
+		p := make([]int32, rng.IntN(200))
+		for i := range p {
+			p[i] = rng.Int32N(50)
+		}
+		prefixes = append(prefixes, p)
+	}
+	var prev []int32 // the last prompt + answer, so some prompts extend a conversation
+	n := 5 + rng.IntN(120)
+	at := sim.Time(0)
+	for i := range n {
+		at += sim.Time(rng.ExpFloat64() * float64(20*time.Millisecond))
+		var prompt []int32
+		switch rng.IntN(3) {
+		case 0:
+			prompt = append(prompt, prefixes[rng.IntN(len(prefixes))]...)
+		case 1:
+			prompt = append(prompt, prev...)
+		}
+		for range 1 + rng.IntN(300) {
+			prompt = append(prompt, rng.Int32N(50))
+		}
+		if rng.IntN(10) == 0 {
+			prompt = prompt[:0] // rejected: empty prompt
+		}
+		out := 1 + rng.IntN(120)
+		if rng.IntN(20) == 0 {
+			out = 0 // rejected
+		}
+		var answer []int32
+		switch rng.IntN(3) {
+		case 0:
+			answer = make([]int32, out+rng.IntN(5))
+		case 1:
+			answer = make([]int32, rng.IntN(out+1))
+		}
+		for j := range answer {
+			answer[j] = rng.Int32N(50)
+		}
+		if len(answer) >= out {
+			prev = append(slices.Clip(prompt), answer[:out]...)
+		}
+		sc.reqs = append(sc.reqs, scriptReq{at: at, req: Request{
+			ID: fmt.Sprint(i), Prompt: prompt, OutputTokens: out, Answer: answer, Salt: uint64(rng.IntN(2)),
+		}})
+	}
+	if rng.IntN(3) == 0 {
+		for range 1 + rng.IntN(3) {
+			f := sim.Time(rng.Int64N(int64(at) + 1))
+			sc.fails = append(sc.fails, f)
+			sc.recover = append(sc.recover, f+sim.Time(rng.Int64N(int64(200*time.Millisecond))))
+		}
+	}
+	return sc
+}
+
+// play runs sc on a replica built by mk and returns the log of everything observable.
+func play(t *testing.T, sc script, mk func(*sim.Kernel, Config, Hooks) (submitter, error)) string {
+	t.Helper()
+	k := sim.NewKernel()
+	var b strings.Builder
+	var r submitter
+	hooks := Hooks{
+		FirstToken: func(req *Request, at sim.Time) { fmt.Fprintf(&b, "first %s %v %+v\n", req.ID, at, r.Metrics()) },
+		Done: func(res Result) {
+			fmt.Fprintf(&b, "done %s %v arrival %v first %v finish %v prompt %d cached %d out %d preempt %d %+v\n",
+				res.Request.ID, res.Status, res.Arrival, res.FirstToken, res.Finish, res.PromptTokens,
+				res.CachedTokens, res.OutputTokens, res.Preemptions, r.Metrics())
+		},
+		Step: func(at sim.Time, d time.Duration, s gpumodel.Step) {
+			fmt.Fprintf(&b, "step %v %v %+v %+v\n", at, d, s, r.Metrics())
+		},
+	}
+	var err error
+	r, err = mk(k, sc.cfg, hooks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range sc.reqs {
+		req := q.req
+		k.Schedule(q.at, 0, func(now sim.Time) {
+			r.Submit(&req)
+			fmt.Fprintf(&b, "submit %s %v %+v\n", req.ID, now, r.Metrics())
+		})
+	}
+	for i, f := range sc.fails {
+		k.Schedule(f, -1, func(sim.Time) { r.Fail() })
+		k.Schedule(sc.recover[i], -1, func(sim.Time) { r.Recover() })
+	}
+	if err := k.Run(sim.Never); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(&b, "end %v %+v\n", k.Now(), r.Metrics())
+	return b.String()
+}
+
+// TestMatchesReference checks, on random scripts, that the replica's every hook call and
+// every metrics reading are exactly those of the reference engine (reference_test.go).
+func TestMatchesReference(t *testing.T) {
+	rounds := 300
+	if testing.Short() {
+		rounds = 60
+	}
+	for seed := range uint64(rounds) {
+		sc := randomScript(rand.New(rand.NewPCG(seed, 99)))
+		want := play(t, sc, func(k *sim.Kernel, c Config, h Hooks) (submitter, error) { return newRef(k, c, h) })
+		got := play(t, sc, func(k *sim.Kernel, c Config, h Hooks) (submitter, error) { return New(k, c, h) })
+		if got != want {
+			wl, gl := strings.Split(want, "\n"), strings.Split(got, "\n")
+			for i := range min(len(wl), len(gl)) {
+				if wl[i] != gl[i] {
+					t.Fatalf("seed %d: line %d differs:\nwant %s\ngot  %s", seed, i, wl[i], gl[i])
+				}
+			}
+			t.Fatalf("seed %d: %d lines, want %d", seed, len(gl), len(wl))
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package engine
+
+// Lazy decoders. Most of a replica's work is running requests that decode one token per step
+// with nothing else happening to them: their blocks are in place, no block fills up, they do
+// not finish. Handling each of them each step costs O(batch) per step, for nothing. A request
+// in such a stretch is a lazy decoder: its computed and generated counts are kept as of step
+// t0 and advance implicitly with r.tick, the count of steps ended; the step shape adds them in
+// bulk (lazyN, lazyCtx); and due (parallel to running) says at which step the request next
+// needs handling on its own: a new block, a block to register in the prefix cache, or its
+// last token. Before that step it is brought up to date (materialize) and handled exactly as
+// any other. A lazy decoder is also brought up to date when it is preempted, when the replica
+// fails, and whenever a step's token budget would not cover every running request (then
+// the scheduler goes one by one, as vLLM's does). The result is the same, step for step, as
+// handling every request every step; equivalence_test.go checks it against the reference.
+
+// prepareLazy brings the lazy decoders due this step up to date and reports whether the
+// budget covers every running request's remaining tokens, so that every lazy decoder is
+// certain to get its token.
+func (r *Replica) prepareLazy() bool {
+	need := 0
+	tick, due, running := r.tick, r.due, r.running
+	for i, d := range due {
+		if d > tick {
+			continue
+		}
+		s := running[i]
+		if s.lazy {
+			r.materialize(s)
+			due[i] = 0
+		}
+		need += s.numTokens() - s.computed
+	}
+	return need+r.lazyN <= r.maxBatch
+}
+
+// materialize brings lazy decoder s up to date and makes it an ordinary request. The caller
+// resets its due.
+func (r *Replica) materialize(s *seq) {
+	k := int(r.tick - s.t0)
+	r.lazyN--
+	r.lazyCtx -= int64(s.computed) - s.t0
+	s.computed += k
+	s.generated += k
+	s.lazy = false
+}
+
+// materializeAll brings every lazy decoder up to date.
+func (r *Replica) materializeAll() {
+	if r.lazyN == 0 {
+		return
+	}
+	for i, s := range r.running {
+		if s.lazy {
+			r.materialize(s)
+			r.due[i] = 0
+		}
+	}
+}
+
+// lazify makes running request s a lazy decoder when it is decoding and its next event is at
+// least one step away, and returns the step it is due (0: it is not lazy).
+func (r *Replica) lazify(s *seq) int64 {
+	c, g := s.computed, s.generated
+	if g <= 0 || c != s.numTokens()-1 {
+		return 0 // still prefilling
+	}
+	k := len(s.blocks)*r.bs - c // steps until its token needs a new block
+	if s.reg < s.knownBlocks(r.bs) {
+		k = min(k, (s.reg+1)*r.bs-1-c) // steps until block reg fills up and is cached
+	}
+	k = min(k, s.outputLen-1-g) // steps until its last token
+	if k <= 0 {
+		return 0
+	}
+	s.lazy, s.t0 = true, r.tick
+	r.lazyN++
+	r.lazyCtx += int64(c) - r.tick
+	return r.tick + int64(k)
+}

@@ -1,0 +1,516 @@
+package engine
+
+// This file is the engine as it was before its performance work, kept verbatim but renamed
+// (refReplica, refSeq, refPool): the oracle of the differential test in equivalence_test.go.
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"kvroute/gpumodel"
+	"kvroute/sim"
+)
+
+// refReplica is one simulated vLLM V1 engine.
+type refReplica struct {
+	k        *sim.Kernel
+	cfg      Config
+	hooks    Hooks
+	pricer   *gpumodel.Pricer
+	pool     *refPool
+	bs       int
+	maxBatch int
+	maxSeqs  int
+
+	waiting []*refSeq // FIFO; preempted requests go to the front
+	running []*refSeq // admission order; the newest is preempted first
+	batch   []*refSeq
+	scratch []int32
+	hits    []int32
+
+	stepping bool        // a step is in progress or about to start
+	stepEnd  sim.EventID // the pending end-of-step event
+	down     bool
+	m        Metrics
+}
+
+// New returns an idle replica on kernel k.
+func newRef(k *sim.Kernel, cfg Config, hooks Hooks) (*refReplica, error) {
+	d := cfg.Deployment
+	if err := d.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	pricer, err := gpumodel.NewPricer(d)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	n := cfg.NumBlocks
+	if n <= 0 {
+		n = d.KVBlocks()
+	}
+	if n <= 0 {
+		return nil, errors.New("engine: the deployment leaves no memory for KV cache")
+	}
+	r := &refReplica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newRefPool(n),
+		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs}
+	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	return r, nil
+}
+
+// Metrics returns the replica's current metrics.
+func (r *refReplica) Metrics() Metrics {
+	m := r.m
+	m.Running, m.Waiting = len(r.running), len(r.waiting)
+	m.KVUsage = float64(r.pool.used()) / float64(r.pool.size())
+	return m
+}
+
+// Down reports whether the replica has failed and not recovered.
+func (r *refReplica) Down() bool { return r.down }
+
+// Submit hands a request to the replica at the kernel's current time. A request that can never
+// fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
+func (r *refReplica) Submit(req *Request) {
+	now := r.k.Now()
+	s := &refSeq{req: req, arrival: now, hashable: -1}
+	switch {
+	case r.down:
+		r.end(s, Aborted, now)
+		return
+	case req.OutputTokens < 1 || len(req.Prompt) == 0 || r.blocksFor(len(req.Prompt)+req.OutputTokens) > r.pool.size():
+		r.end(s, Rejected, now)
+		return
+	}
+	r.waiting = append(r.waiting, s)
+	r.kick(now)
+}
+
+// kick starts a step at now unless one is running.
+func (r *refReplica) kick(now sim.Time) {
+	if r.stepping {
+		return
+	}
+	r.stepping = true
+	r.k.Schedule(now, r.cfg.Priority, r.startStep)
+}
+
+func (r *refReplica) blocksFor(tokens int) int { return (tokens + r.bs - 1) / r.bs }
+
+// startStep schedules a batch and arranges its end.
+func (r *refReplica) startStep(now sim.Time) {
+	if r.down {
+		r.stepping = false
+		return
+	}
+	step := r.schedule()
+	if len(r.batch) == 0 {
+		r.stepping = false
+		return
+	}
+	var d time.Duration
+	if r.cfg.StepTime != nil {
+		d = r.cfg.StepTime(step)
+	} else {
+		d = r.pricer.StepTime(step)
+	}
+	d = max(d, time.Nanosecond) // time must advance
+	r.stepEnd = r.k.Schedule(now+sim.Time(d), r.cfg.Priority, func(at sim.Time) { r.endStep(at, d, step) })
+}
+
+// endStep applies the batch's tokens, then starts the next step at once.
+func (r *refReplica) endStep(now sim.Time, d time.Duration, step gpumodel.Step) {
+	r.stepEnd = 0
+	finished := false
+	for _, s := range r.batch {
+		s.computed += s.scheduled
+		s.scheduled = 0
+		if s.computed < s.numTokens() {
+			continue // a prefill chunk: no token yet
+		}
+		s.generated++
+		r.m.GenerationTokens++
+		if s.generated == 1 && s.firstToken == 0 {
+			s.firstToken = now
+			if r.hooks.FirstToken != nil {
+				r.hooks.FirstToken(s.req, now)
+			}
+		}
+		if s.generated >= s.req.OutputTokens {
+			r.pool.release(s.blocks)
+			s.blocks = nil
+			s.generated = -s.generated // mark finished until running is compacted
+			finished = true
+		}
+	}
+	if r.hooks.Step != nil {
+		r.hooks.Step(now, d, step)
+	}
+	if finished {
+		r.compactFinished(now)
+	}
+	r.batch = r.batch[:0]
+	r.startStep(now)
+}
+
+// compactFinished removes finished requests from running, in order, and reports them.
+func (r *refReplica) compactFinished(now sim.Time) {
+	kept := r.running[:0]
+	for _, s := range r.running {
+		if s.generated >= 0 {
+			kept = append(kept, s)
+			continue
+		}
+		s.generated = -s.generated
+		r.m.Completed++
+		r.end(s, Completed, now)
+	}
+	clear(r.running[len(kept):])
+	r.running = kept
+}
+
+// end reports a request's result.
+func (r *refReplica) end(s *refSeq, st Status, now sim.Time) {
+	if r.hooks.Done == nil {
+		return
+	}
+	r.hooks.Done(Result{
+		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now,
+		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, OutputTokens: max(s.generated, 0),
+		Preemptions: s.preemptions,
+	})
+}
+
+// Fail takes the replica down at the kernel's current time: every queued and running request
+// ends Aborted, the KV cache is cleared, and new requests are aborted until Recover.
+func (r *refReplica) Fail() {
+	now := r.k.Now()
+	if r.stepEnd != 0 {
+		r.k.Cancel(r.stepEnd)
+		r.stepEnd = 0
+	}
+	r.down, r.stepping = true, false
+	all := append(append([]*refSeq(nil), r.running...), r.waiting...)
+	r.running, r.waiting, r.batch = nil, nil, r.batch[:0]
+	r.pool.clearAll()
+	for _, s := range all {
+		s.generated = max(s.generated, -s.generated)
+		r.end(s, Aborted, now)
+	}
+}
+
+// Recover brings a failed replica back, empty.
+func (r *refReplica) Recover() { r.down = false }
+
+// schedule builds the next batch into r.batch, as vLLM V1's scheduler does, and returns its
+// shape for pricing.
+func (r *refReplica) schedule() gpumodel.Step {
+	budget := r.maxBatch
+	r.batch = r.batch[:0]
+	preempted := false
+	for i := 0; i < len(r.running) && budget > 0; {
+		s := r.running[i]
+		n := min(s.numTokens()-s.computed, budget)
+		total := s.computed + n
+		if total <= len(s.blocks)*r.bs && total/r.bs <= s.reg {
+			// Fast path (most decode steps): the blocks exist and no block fills up.
+			s.scheduled = n
+			budget -= n
+			r.batch = append(r.batch, s)
+			i++
+			continue
+		}
+		ok := r.allocate(s, total)
+		for !ok {
+			victim := r.running[len(r.running)-1]
+			r.preempt(victim)
+			preempted = true
+			if victim == s {
+				break
+			}
+			ok = r.allocate(s, total)
+		}
+		if !ok {
+			continue // s itself was preempted; running shrank
+		}
+		s.scheduled = n
+		budget -= n
+		r.batch = append(r.batch, s)
+		i++
+	}
+	for !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
+		s := r.waiting[0]
+		n, ok := r.admit(s, budget)
+		if !ok {
+			break
+		}
+		r.waiting[0] = nil
+		r.waiting = r.waiting[1:]
+		r.running = append(r.running, s)
+		s.scheduled = n
+		budget -= n
+		r.batch = append(r.batch, s)
+	}
+	var step gpumodel.Step
+	for _, s := range r.batch {
+		if s.scheduled == 1 && s.generated > 0 && s.computed == s.numTokens()-1 {
+			step.AddDecode(s.computed)
+		} else {
+			step.AddPrefill(s.scheduled, s.computed)
+		}
+	}
+	return step
+}
+
+// allocate gives s blocks for its first total tokens, registering in the cache every block
+// that will be full once they are computed. It fails, changing nothing, when the free queue is
+// too short.
+func (r *refReplica) allocate(s *refSeq, total int) bool {
+	need := r.blocksFor(total) - len(s.blocks)
+	if need > r.pool.numFree {
+		return false
+	}
+	for range need {
+		s.blocks = append(s.blocks, r.pool.popFree())
+	}
+	r.register(s, total/r.bs)
+	return true
+}
+
+// register caches s's first full blocks, up to full, whose tokens are known.
+func (r *refReplica) register(s *refSeq, full int) {
+	known := min(s.hashUpTo(full, r.bs, &r.scratch), len(s.blocks))
+	for ; s.reg < known; s.reg++ {
+		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg])
+	}
+}
+
+// admit looks up the prefix cache for waiting request s and allocates what its first chunk
+// needs within budget. It returns the tokens scheduled, or false (changing nothing) when the
+// blocks are not there.
+func (r *refReplica) admit(s *refSeq, budget int) (int, bool) {
+	total := s.numTokens()
+	maxHit := (total - 1) / r.bs // a full hit still recomputes the last token
+	known := s.hashUpTo(maxHit, r.bs, &r.scratch)
+	r.hits = r.hits[:0]
+	freeHits := 0
+	for j := 0; j < known; j++ {
+		b, ok := r.pool.lookup(s.hashes[j])
+		if !ok {
+			break
+		}
+		r.hits = append(r.hits, b)
+		if r.pool.ref[b] == 0 {
+			freeHits++
+		}
+	}
+	hit := len(r.hits) * r.bs
+	n := min(total-hit, budget)
+	need := r.blocksFor(hit+n) - len(r.hits)
+	if need > r.pool.numFree-freeHits {
+		return 0, false
+	}
+	for _, b := range r.hits {
+		r.pool.touch(b)
+	}
+	s.blocks = append(s.blocks[:0], r.hits...)
+	s.computed = hit
+	s.reg = len(r.hits)
+	for range need {
+		s.blocks = append(s.blocks, r.pool.popFree())
+	}
+	r.register(s, (hit+n)/r.bs)
+	r.m.PrefixQueries += int64(total)
+	r.m.PrefixHits += int64(hit)
+	if !s.cachedOnce {
+		s.cachedOnce, s.cached = true, hit
+		r.m.PromptTokens += int64(len(s.req.Prompt))
+	}
+	return n, true
+}
+
+// preempt frees the newest running request's blocks and puts it at the front of the queue, to
+// be recomputed (vLLM V1 preempts by recompute only).
+func (r *refReplica) preempt(v *refSeq) {
+	r.running[len(r.running)-1] = nil
+	r.running = r.running[:len(r.running)-1]
+	r.pool.release(v.blocks)
+	v.blocks = v.blocks[:0]
+	v.computed = 0
+	v.reg = 0
+	v.preemptions++
+	r.m.Preemptions++
+	r.waiting = append(r.waiting, nil)
+	copy(r.waiting[1:], r.waiting)
+	r.waiting[0] = v
+}
+
+// refSeq is the replica's state for one request.
+type refSeq struct {
+	req         *Request
+	arrival     sim.Time
+	firstToken  sim.Time
+	blocks      []int32  // block table
+	hashes      []uint64 // hashes of the full blocks known so far (prompt, then answer)
+	computed    int      // tokens whose KV is computed
+	generated   int      // output tokens emitted
+	cachedOnce  bool     // CachedTokens has been recorded
+	cached      int
+	preemptions int
+	scheduled   int // tokens scheduled in the current step
+	reg         int // leading blocks whose hashes were offered to the cache
+	hashable    int // full blocks whose tokens are known; -1 until the first unknown token
+}
+
+// numTokens is the prompt plus the tokens generated so far.
+func (s *refSeq) numTokens() int { return len(s.req.Prompt) + s.generated }
+
+// token returns token i of the sequence (prompt, then generated), and whether it is known.
+func (s *refSeq) token(i int) (int32, bool) {
+	if i < len(s.req.Prompt) {
+		return s.req.Prompt[i], true
+	}
+	j := i - len(s.req.Prompt)
+	if j < len(s.req.Answer) {
+		return s.req.Answer[j], true
+	}
+	return 0, false
+}
+
+// hashUpTo extends the block hashes to cover the first n full blocks when their tokens are
+// known (prompt tokens always; generated ones only with an Answer). It returns how many
+// full-block hashes are available.
+func (s *refSeq) hashUpTo(n, blockSize int, scratch *[]int32) int {
+	if s.hashable >= 0 && n > s.hashable {
+		n = s.hashable
+	}
+	for len(s.hashes) < n {
+		j := len(s.hashes)
+		buf := (*scratch)[:0]
+		for i := j * blockSize; i < (j+1)*blockSize; i++ {
+			t, ok := s.token(i)
+			if !ok {
+				*scratch = buf
+				s.hashable = len(s.hashes) // generated tokens without an Answer are never known
+				return len(s.hashes)
+			}
+			buf = append(buf, t)
+		}
+		*scratch = buf
+		parent := s.req.Salt
+		if j > 0 {
+			parent = s.hashes[j-1]
+		}
+		s.hashes = append(s.hashes, BlockHash(parent, buf))
+	}
+	return n
+}
+
+// refPool is vLLM's KV block pool: ref counts, a doubly-linked free queue (head evicted
+// first) and the map from block hash to cached block. Block ids are 0..n-1; the list uses
+// sentinel index n.
+type refPool struct {
+	ref        []int32
+	hash       []uint64
+	hashed     []bool
+	prev, next []int32
+	cached     map[uint64]int32
+	numFree    int
+}
+
+func newRefPool(n int) *refPool {
+	p := &refPool{
+		ref: make([]int32, n), hash: make([]uint64, n), hashed: make([]bool, n),
+		prev: make([]int32, n+1), next: make([]int32, n+1), cached: make(map[uint64]int32),
+	}
+	s := int32(n) // sentinel
+	p.prev[s], p.next[s] = s, s
+	for b := range int32(n) {
+		p.pushTail(b)
+	}
+	return p
+}
+
+func (p *refPool) size() int { return len(p.ref) }
+
+func (p *refPool) sentinel() int32 { return int32(len(p.ref)) }
+
+func (p *refPool) pushTail(b int32) {
+	s := p.sentinel()
+	last := p.prev[s]
+	p.next[last], p.prev[b] = b, last
+	p.next[b], p.prev[s] = s, b
+	p.numFree++
+}
+
+func (p *refPool) unlink(b int32) {
+	p.next[p.prev[b]] = p.next[b]
+	p.prev[p.next[b]] = p.prev[b]
+	p.prev[b], p.next[b] = -1, -1
+	p.numFree--
+}
+
+// lookup returns the cached block holding hash h.
+func (p *refPool) lookup(h uint64) (int32, bool) {
+	b, ok := p.cached[h]
+	return b, ok
+}
+
+// touch takes a reference on a cached block, taking it off the free queue if it was free.
+func (p *refPool) touch(b int32) {
+	if p.ref[b] == 0 {
+		p.unlink(b)
+	}
+	p.ref[b]++
+}
+
+// popFree takes the head of the free queue (the least recently freed block), evicting its
+// cached hash. The caller has checked numFree.
+func (p *refPool) popFree() int32 {
+	b := p.next[p.sentinel()]
+	p.unlink(b)
+	p.evict(b)
+	p.ref[b] = 1
+	return b
+}
+
+// evict forgets b's hash.
+func (p *refPool) evict(b int32) {
+	if p.hashed[b] {
+		if c, ok := p.cached[p.hash[b]]; ok && c == b {
+			delete(p.cached, p.hash[b])
+		}
+		p.hashed[b] = false
+	}
+}
+
+// cache records that full block b holds the tokens hashing to h. A block whose hash another
+// block already holds stays an uncached duplicate, as V1's append-only block tables allow.
+func (p *refPool) cache(b int32, h uint64) {
+	if _, dup := p.cached[h]; dup {
+		return
+	}
+	p.cached[h] = b
+	p.hash[b], p.hashed[b] = h, true
+}
+
+// release drops one reference on each block, last block first, so that a request's tail
+// blocks reach the free queue (and eviction) before its head blocks.
+func (p *refPool) release(blocks []int32) {
+	for i := len(blocks) - 1; i >= 0; i-- {
+		b := blocks[i]
+		if p.ref[b]--; p.ref[b] == 0 {
+			p.pushTail(b)
+		} else if p.ref[b] < 0 {
+			panic("engine: negative block ref count") // a broken invariant, not bad input
+		}
+	}
+}
+
+// clearAll empties the cache and the pool (a restarted replica).
+func (p *refPool) clearAll() {
+	*p = *newRefPool(p.size())
+}
+
+// used returns the blocks with a reference.
+func (p *refPool) used() int { return p.size() - p.numFree }

@@ -1,0 +1,126 @@
+package engine
+
+import "math/bits"
+
+// hashTable maps block hashes to blocks: open addressing with linear probing, load factor at
+// most 1/2. Keys are already well-mixed 64-bit hashes; a lookup usually touches one cache
+// line, where a Go map touches two or three. The block pool leaves an evicted block's entry
+// in place for a while and checks entries against its blocks on lookup (blockPool.evict).
+type hashTable struct {
+	slots []hashSlot // len is a power of two, or 0
+	shift uint       // 64 − log2(len(slots))
+	n     int
+}
+
+// hashSlot holds a key and its block plus one; 0 marks an empty slot.
+type hashSlot struct {
+	key    uint64
+	block1 int32
+}
+
+// home returns key's preferred slot; the multiplication spreads keys that are not uniform.
+func (t *hashTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
+
+// get returns the block cached under key.
+func (t *hashTable) get(key uint64) (int32, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.block1 == 0 {
+			return 0, false
+		}
+		if s.key == key {
+			return s.block1 - 1, true
+		}
+	}
+}
+
+// touch reads the home slot of each key and returns a value made of them, which the caller
+// keeps so that the reads are not dropped. The reads do not depend on each other, so the
+// processor overlaps their cache misses; the lookups that follow then find the slots cached
+// instead of missing one after another.
+func (t *hashTable) touch(keys []uint64) uint64 {
+	var sink uint64
+	if len(t.slots) == 0 {
+		return 0
+	}
+	for _, k := range keys {
+		sink += t.slots[t.home(k)].key
+	}
+	return sink
+}
+
+// put maps key to block b, replacing any value key had. The caller makes room first
+// (full, grow).
+func (t *hashTable) put(key uint64, b int32) {
+	mask := uint64(len(t.slots) - 1)
+	i := t.home(key)
+	for ; t.slots[i].block1 != 0; i = (i + 1) & mask {
+		if t.slots[i].key == key {
+			t.slots[i].block1 = b + 1
+			return
+		}
+	}
+	t.slots[i] = hashSlot{key: key, block1: b + 1}
+	t.n++
+}
+
+// full reports whether one more key would take the load factor above 1/2.
+func (t *hashTable) full() bool { return 2*(t.n+1) > len(t.slots) }
+
+// find returns the slot holding key.
+func (t *hashTable) find(key uint64) (uint64, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.block1 == 0 {
+			return 0, false
+		}
+		if s.key == key {
+			return i, true
+		}
+	}
+}
+
+// touchKey reads key's home slot (see touch).
+func (t *hashTable) touchKey(key uint64) uint64 {
+	if len(t.slots) == 0 {
+		return 0
+	}
+	return t.slots[t.home(key)].key
+}
+
+// deleteAt empties slot i, shifting later members of its probe run back so that lookups
+// never need tombstones.
+func (t *hashTable) deleteAt(i uint64) {
+	mask := uint64(len(t.slots) - 1)
+	for j := (i + 1) & mask; t.slots[j].block1 != 0; j = (j + 1) & mask {
+		// Move j back into the hole at i unless its home lies cyclically in (i, j].
+		if h := t.home(t.slots[j].key); (j-h)&mask >= (j-i)&mask {
+			t.slots[i] = t.slots[j]
+			i = j
+		}
+	}
+	t.slots[i] = hashSlot{}
+	t.n--
+}
+
+// grow doubles the table (or allocates it) and reinserts every key.
+func (t *hashTable) grow() {
+	old := t.slots
+	size := max(2*len(old), 64)
+	t.slots = make([]hashSlot, size)
+	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
+	t.n = 0
+	for _, s := range old {
+		if s.block1 != 0 {
+			t.put(s.key, s.block1-1)
+		}
+	}
+}
