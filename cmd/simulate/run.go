@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"strconv"
 
 	"kvroute/internal/sweep"
 	"kvroute/results"
@@ -103,6 +102,3 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 	}
 	return col.Run(), werr
 }
-
-// rateLabel formats a request rate for logs.
-func rateLabel(r float64) string { return strconv.FormatFloat(r, 'g', -1, 64) }

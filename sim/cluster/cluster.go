@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"kvroute/gpumodel"
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/sim"
@@ -106,7 +107,7 @@ func (s *Sim) hooks(i int) engine.Hooks {
 		Done: func(res engine.Result) { s.replicaDone(i, res) },
 	}
 	if s.sink.ITL != nil {
-		h.Step = func(_ sim.Time, d time.Duration, st gpumodelStep) {
+		h.Step = func(_ sim.Time, d time.Duration, st gpumodel.Step) {
 			if st.DecodeSeqs > 0 {
 				s.sink.ITL(d, st.DecodeSeqs)
 			}

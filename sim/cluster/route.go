@@ -1,15 +1,12 @@
 package cluster
 
 import (
-	"kvroute/gpumodel"
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/sim"
 	"kvroute/sim/engine"
 	"kvroute/workloads"
 )
-
-type gpumodelStep = gpumodel.Step
 
 // dispatch routes f at now and sends it to the chosen replica after the network delay.
 func (s *Sim) dispatch(f *flight, now sim.Time) {
