@@ -17,9 +17,13 @@
 // GET /v1/models, GET /health and GET /metrics, a Prometheus page with vLLM's metric names,
 // labels (model_name, engine="0") and histogram buckets; its latencies are wall seconds
 // (virtual time ÷ Speed), what clients measure. Prompts become token ids by hashing
-// 4-byte chunks of their text, so equal text prefixes share cache blocks; a chat prompt is its
-// message contents joined by spaces, as internal/openai flattens it. Every request generates
-// exactly max_tokens tokens (16 when absent), of deterministic words seeded by its prompt.
+// 4-byte chunks of their text, so equal text prefixes share cache blocks. A chat prompt is
+// tokenized as a minimal chat template would: each message's content on its own, each followed
+// by one separator token (roles are ignored). Every request generates exactly max_tokens
+// tokens (16 when absent) of deterministic words seeded by its prompt: one word a token for
+// completions; for chat, the words cut into exactly max_tokens 4-byte chunks, handed to the
+// engine as the answer's token ids, so a conversation's next turn, which re-sends the answer
+// as an assistant message, hits its blocks in the prefix cache as it would on vLLM.
 //
 // Fail, Recover, SetSlowdown and SetErrorRate inject failures, also over HTTP under /admin/.
 package emulate

@@ -124,7 +124,10 @@ func (r *Replica) parse(w http.ResponseWriter, req *http.Request, chat bool) (pe
 			Code: "model_not_found", Message: fmt.Sprintf("The model `%s` does not exist.", o.Model)}
 	}
 	prompt := o.PromptTokens
-	if len(prompt) == 0 {
+	switch {
+	case chat:
+		prompt = tokenizeChat(o.Messages)
+	case len(prompt) == 0:
 		prompt = tokenize(o.Prompt)
 	}
 	out := o.MaxTokens
@@ -143,7 +146,7 @@ func (r *Replica) parse(w http.ResponseWriter, req *http.Request, chat bool) (pe
 				r.capacity, need, len(prompt), out)}
 	}
 	n := r.ids.Add(1)
-	p := pending{st: newStream(prompt, out), chat: chat, stream: o.Stream, includeUsage: o.IncludeUsage,
+	p := pending{st: newStream(prompt, out, chat), chat: chat, stream: o.Stream, includeUsage: o.IncludeUsage,
 		created: time.Now().Unix()}
 	p.st.req.ID = fmt.Sprintf("%s-%d", r.idPrefix, n)
 	p.id = "cmpl-" + p.st.req.ID

@@ -18,7 +18,7 @@ func TestCompletions(t *testing.T) {
 	_, base := startReplica(t, nil)
 	c := client()
 	hello := `"messages":[{"role":"system","content":"Be terse."},{"role":"user","content":"hello"}]`
-	promptTokens := len(tokenize("Be terse. hello"))
+	promptTokens := len(tokenizeChat([]openai.Message{{Role: "system", Content: "Be terse."}, {Role: "user", Content: "hello"}}))
 	tests := []struct {
 		name      string
 		path      string
@@ -67,8 +67,12 @@ func TestCompletions(t *testing.T) {
 			if tc.streamed && len(got.Pieces) != tc.output {
 				t.Errorf("%d token events, want %d", len(got.Pieces), tc.output)
 			}
-			if want := answer(promptSeed(promptIDs(t, tc.body)), 0, tc.output); got.Text != want {
-				t.Errorf("text %q, want %q", got.Text, want)
+			wantText := answer(promptSeed(promptIDs(t, tc.body)), 0, tc.output)
+			if strings.Contains(tc.body, `"messages"`) {
+				wantText = chatAnswer(promptSeed(promptIDs(t, tc.body)), tc.output)
+			}
+			if got.Text != wantText {
+				t.Errorf("text %q, want %q", got.Text, wantText)
 			}
 			if diff := cmp.Diff(tc.objects, dedupe(got.Objects)); diff != "" {
 				t.Errorf("objects (-want +got):\n%s", diff)
@@ -98,7 +102,10 @@ func promptIDs(t *testing.T, body string) []int32 {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.PromptTokens != nil {
+	switch {
+	case o.Messages != nil:
+		return tokenizeChat(o.Messages)
+	case o.PromptTokens != nil:
 		return o.PromptTokens
 	}
 	return tokenize(o.Prompt)

@@ -124,7 +124,7 @@ func (r *Replica) writeWhole(w http.ResponseWriter, req *http.Request, p pending
 	}
 	finish := finishLength
 	v := r.envelope(p, false)
-	v.Choices = append(v.Choices, choice(p, answer(p.st.seed, 0, res.OutputTokens), false, &finish))
+	v.Choices = append(v.Choices, choice(p, p.st.answer(0, res.OutputTokens), false, &finish))
 	v.Usage = usageOf(res)
 	writeJSON(w, http.StatusOK, v)
 }
@@ -189,7 +189,7 @@ func (r *Replica) appendTokens(buf []byte, p pending, from, to int, done bool) [
 			f = &finish
 		}
 		v := r.envelope(p, true)
-		v.Choices = append(v.Choices, choice(p, word(p.st.seed, i), true, f))
+		v.Choices = append(v.Choices, choice(p, p.st.answer(i, i+1), true, f))
 		buf = appendEvent(buf, v)
 	}
 	if done && from >= to { // the last token went out before the end was known

@@ -13,6 +13,7 @@ import (
 type stream struct {
 	req    engine.Request
 	seed   uint64        // seeds the answer's words
+	text   string        // a chat answer's text, 4 bytes a token; empty for completions
 	notify chan struct{} // capacity 1
 
 	// Owned by the loop.
@@ -26,10 +27,26 @@ type stream struct {
 	result engine.Result
 }
 
-func newStream(prompt []int32, outputTokens int) *stream {
+// newStream prepares a request to generate outputTokens after prompt. A chat answer's
+// tokens are the 4-byte chunks of its text and are passed to the engine as its Answer, so a
+// conversation's next turn hits the answer's blocks in the prefix cache; a completion's
+// tokens are one word each and unique, as before.
+func newStream(prompt []int32, outputTokens int, chat bool) *stream {
 	s := &stream{seed: promptSeed(prompt), notify: make(chan struct{}, 1)}
 	s.req = engine.Request{Prompt: prompt, OutputTokens: outputTokens, Tag: s}
+	if chat {
+		s.text = chatAnswer(s.seed, outputTokens)
+		s.req.Answer = appendChunks(make([]int32, 0, outputTokens), s.text)
+	}
 	return s
+}
+
+// answer returns the text of generated tokens [from, to).
+func (s *stream) answer(from, to int) string {
+	if s.req.Answer != nil {
+		return s.text[from*chunkBytes : to*chunkBytes]
+	}
+	return answer(s.seed, from, to)
 }
 
 // publish announces n more tokens, and the result when res is not nil.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kvroute/gpumodel"
+	"kvroute/internal/openai"
 	"kvroute/sim"
 	"kvroute/sim/engine"
 )
@@ -24,18 +25,19 @@ type refRun struct {
 	preempt int64
 }
 
-// reference runs prompts through a bare engine with cfg's deployment, submitted in order at
+// reference runs chat requests (one user message each, texts[i]) through a bare engine with
+// cfg's deployment, submitted in order at
 // time 0 (each running its time-0 events before the next arrives, as the replica's loop does), and derives each request's token times: the first at FirstToken, then one at each
 // step end where the engine's generation counter says the request decoded. With one request
 // or no preemption that is every step end while it runs.
-func reference(t *testing.T, cfg Config, prompts [][]int32, outputs []int) refRun {
+func reference(t *testing.T, cfg Config, texts []string, outputs []int) refRun {
 	t.Helper()
 	d, err := cfg.deployment()
 	if err != nil {
 		t.Fatal(err)
 	}
 	k := sim.NewKernel()
-	ref := refRun{tokens: make([][]sim.Time, len(prompts)), results: make([]engine.Result, len(prompts))}
+	ref := refRun{tokens: make([][]sim.Time, len(texts)), results: make([]engine.Result, len(texts))}
 	var eng *engine.Replica
 	var running []int // requests past their first token, unfinished
 	finished := map[int]bool{}
@@ -61,8 +63,10 @@ func reference(t *testing.T, cfg Config, prompts [][]int32, outputs []int) refRu
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, p := range prompts {
-		eng.Submit(&engine.Request{ID: fmt.Sprint(i), Prompt: p, OutputTokens: outputs[i], Tag: i})
+	for i, text := range texts {
+		req := chatEngineRequest(text, outputs[i])
+		req.ID, req.Tag = fmt.Sprint(i), i
+		eng.Submit(&req)
 		if err := k.Run(0); err != nil { // as the replica's loop does after each arrival
 			t.Fatal(err)
 		}
@@ -77,6 +81,12 @@ func reference(t *testing.T, cfg Config, prompts [][]int32, outputs []int) refRu
 // wallOffset is the wall time after the start at which virtual time v is reached.
 func wallOffset(v sim.Time, speed float64) time.Duration {
 	return time.Duration(math.Ceil(float64(v) / speed))
+}
+
+// chatEngineRequest is the engine request the replica makes of a chat request whose one user
+// message is text.
+func chatEngineRequest(text string, maxTokens int) engine.Request {
+	return newStream(tokenizeChat([]openai.Message{{Role: "user", Content: text}}), maxTokens, true).req
 }
 
 func chatRequest(prompt string, maxTokens int) *http.Request {
@@ -118,7 +128,7 @@ func TestTokenTimesMatchEngine(t *testing.T) {
 				start := time.Now()
 				prompt := strings.Repeat("abcdefgh", tc.prompt/8)
 				rec := serve(r, chatRequest(prompt, tc.out))
-				ref := reference(t, cfg, [][]int32{tokenize(prompt)}, []int{tc.out})
+				ref := reference(t, cfg, []string{prompt}, []int{tc.out})
 				want := make([]time.Duration, tc.out)
 				for i, v := range ref.tokens[0] {
 					want[i] = wallOffset(v, tc.speed)
@@ -165,11 +175,11 @@ func TestPreemptionKeepsCountsAndFinish(t *testing.T) {
 		start := time.Now()
 		const n = 8
 		recs := make([]*recorder, n)
-		prompts, outs := make([][]int32, n), make([]int, n)
+		texts, outs := make([]string, n), make([]int, n)
 		done := make(chan struct{}, n)
 		for i := range n {
 			text := fmt.Sprintf("request %d: %s", i, strings.Repeat("lorem ipsum ", 30))
-			prompts[i], outs[i] = tokenize(text), 150+10*i
+			texts[i], outs[i] = text, 150+10*i
 			go func() {
 				recs[i] = serve(r, chatRequest(text, outs[i]))
 				done <- struct{}{}
@@ -179,7 +189,7 @@ func TestPreemptionKeepsCountsAndFinish(t *testing.T) {
 		for range n {
 			<-done
 		}
-		ref := reference(t, cfg, prompts, outs)
+		ref := reference(t, cfg, texts, outs)
 		if ref.preempt == 0 {
 			t.Fatal("the scenario caused no preemption")
 		}

@@ -1,6 +1,10 @@
 package emulate
 
-import "strings"
+import (
+	"strings"
+
+	"kvroute/internal/openai"
+)
 
 // chunkBytes is the number of prompt bytes per token: about what a BPE tokenizer averages on
 // English text, and what workloads.ChunkTokenizer uses, so both count the same tokens.
@@ -13,13 +17,38 @@ func tokenize(text string) []int32 {
 	if text == "" {
 		return []int32{0}
 	}
-	ids := make([]int32, 0, (len(text)+chunkBytes-1)/chunkBytes)
+	return appendChunks(make([]int32, 0, (len(text)+chunkBytes-1)/chunkBytes), text)
+}
+
+// appendChunks appends the ids of text's 4-byte chunks to ids: none for an empty text.
+func appendChunks(ids []int32, text string) []int32 {
 	for i := 0; i < len(text); i += chunkBytes {
 		h := uint32(2166136261)
 		for j := i; j < min(i+chunkBytes, len(text)); j++ {
 			h = (h ^ uint32(text[j])) * 16777619
 		}
 		ids = append(ids, int32(h&0x7fffffff))
+	}
+	return ids
+}
+
+// chatSep is the token that ends every chat message: a stand-in for a chat template's
+// end-of-turn and next-header tokens. Roles are not tokenized.
+const chatSep int32 = 1
+
+// tokenizeChat tokenizes chat messages as a (minimal) chat template would: each message's
+// content on its own, in 4-byte chunks (none for an empty content), followed by chatSep. The
+// separator after the last message plays the template's generation prompt, so the prompt of
+// a conversation's next turn (these messages, the answer as an assistant message, a new
+// message) starts with this prompt followed by exactly the answer's tokens, as vLLM's would.
+func tokenizeChat(msgs []openai.Message) []int32 {
+	n := len(msgs)
+	for _, m := range msgs {
+		n += (len(m.Content) + chunkBytes - 1) / chunkBytes
+	}
+	ids := make([]int32, 0, n)
+	for _, m := range msgs {
+		ids = append(appendChunks(ids, m.Content), chatSep)
 	}
 	return ids
 }
@@ -67,4 +96,17 @@ func answer(seed uint64, from, to int) string {
 		b.WriteString(word(seed, i))
 	}
 	return b.String()
+}
+
+// chatAnswer returns the text of a chat answer of n tokens seeded by seed: the answer's
+// words cut to exactly n 4-byte chunks (the words are ASCII), so appendChunks(nil, text) gives
+// the n token ids the replica generates, and a client that sends the text back in the next
+// turn sends those ids again.
+func chatAnswer(seed uint64, n int) string {
+	var b strings.Builder
+	b.Grow(n*chunkBytes + 16)
+	for i := 0; b.Len() < n*chunkBytes; i++ {
+		b.WriteString(word(seed, i))
+	}
+	return b.String()[:n*chunkBytes]
 }

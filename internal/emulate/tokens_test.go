@@ -2,11 +2,14 @@ package emulate
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+
+	"kvroute/internal/openai"
 )
 
 func TestTokenize(t *testing.T) {
@@ -109,4 +112,87 @@ func FuzzRequestBody(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestChatAnswer(t *testing.T) {
+	seed := promptSeed(tokenize("q"))
+	for _, n := range []int{1, 2, 7, 100} {
+		text := chatAnswer(seed, n)
+		if len(text) != n*chunkBytes || !strings.HasPrefix(answer(seed, 0, n), text) {
+			t.Errorf("chatAnswer(%d) = %q: want the first %d bytes of %q", n, text, n*chunkBytes, answer(seed, 0, n))
+		}
+		if got := len(appendChunks(nil, text)); got != n {
+			t.Errorf("chatAnswer(%d) is %d tokens", n, got)
+		}
+	}
+	msgs := []openai.Message{{Role: "system", Content: "abcde"}, {Role: "user", Content: ""}, {Role: "user", Content: "xy"}}
+	want := slices.Concat(tokenize("abcde"), []int32{chatSep, chatSep}, tokenize("xy"), []int32{chatSep})
+	if got := tokenizeChat(msgs); !slices.Equal(got, want) {
+		t.Errorf("tokenizeChat = %v, want %v", got, want)
+	}
+}
+
+// TestConversationHitsAnswer sends a conversation's second turn, which re-sends the first
+// turn's answer as an assistant message, to the replica that answered the first: as on vLLM,
+// the prefix-cache hit covers the first prompt and the full blocks of the answer, all but a
+// last token whose KV was never computed.
+func TestConversationHitsAnswer(t *testing.T) {
+	for _, streamed := range []bool{false, true} {
+		t.Run(fmt.Sprint("streamed=", streamed), func(t *testing.T) {
+			r, base := startReplica(t, nil)
+			c := client()
+			const maxTokens = 40
+			turn1 := []openai.Message{
+				{Role: "system", Content: strings.Repeat("You route requests to replicas. ", 10)},
+				{Role: "user", Content: "What is a prefix cache?"},
+			}
+			send := func(msgs []openai.Message) completion {
+				var wire []map[string]string
+				for _, m := range msgs {
+					wire = append(wire, map[string]string{"role": m.Role, "content": m.Content})
+				}
+				body, err := json.Marshal(map[string]any{"max_tokens": maxTokens, "messages": wire, "stream": streamed,
+					"stream_options": map[string]any{"include_usage": true}})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := readCompletion(t, post(t, c, base+"/v1/chat/completions", string(body)))
+				if got.Status != http.StatusOK || got.Usage == nil {
+					t.Fatalf("status %d, usage %+v: %s", got.Status, got.Usage, got.ErrorMessage)
+				}
+				return got
+			}
+			first := send(turn1)
+			prompt1 := tokenizeChat(turn1)
+			if first.Usage.PromptTokens != len(prompt1) || first.Usage.PromptTokensDetails.CachedTokens != 0 {
+				t.Fatalf("turn 1 usage %+v, want %d prompt tokens, none cached", first.Usage, len(prompt1))
+			}
+			turn2 := append(slices.Clone(turn1), openai.Message{Role: "assistant", Content: first.Text},
+				openai.Message{Role: "user", Content: "And how does routing use it?"})
+			second := send(turn2)
+
+			// The tokens the engine holds after turn 1, and how far turn 2's prompt repeats them.
+			held := slices.Concat(prompt1, appendChunks(nil, first.Text))
+			if want := newStream(prompt1, maxTokens, true).req.Answer; !slices.Equal(held[len(prompt1):], want) {
+				t.Fatalf("the answer received tokenizes to %v, the engine generated %v", held[len(prompt1):], want)
+			}
+			prompt2 := tokenizeChat(turn2)
+			l := 0
+			for l < min(len(prompt2), len(held)) && prompt2[l] == held[l] {
+				l++
+			}
+			if l != len(held) {
+				t.Fatalf("turn 2 repeats %d of turn 1's %d tokens", l, len(held))
+			}
+			bs := r.dep.BlockSize
+			want := (l - 1) / bs * bs
+			if got := second.Usage.PromptTokensDetails.CachedTokens; got != want || got <= len(prompt1) {
+				t.Errorf("turn 2 cached %d tokens, want %d (turn 1's prompt is %d tokens, its answer %d)",
+					got, want, len(prompt1), maxTokens)
+			}
+			if second.Usage.PromptTokens != len(prompt2) {
+				t.Errorf("turn 2 prompt_tokens %d, want %d", second.Usage.PromptTokens, len(prompt2))
+			}
+		})
+	}
 }
