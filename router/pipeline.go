@@ -199,3 +199,28 @@ func resize[T any](b []T, n int) []T {
 	}
 	return b[:n]
 }
+
+// BlockStored forwards a KV event to the stages that read the caches.
+func (p *Pipeline) BlockStored(endpoint string, hash uint64) {
+	p.eachKV(func(o KVEventObserver) { o.BlockStored(endpoint, hash) })
+}
+
+// BlockRemoved forwards a KV event to the stages that read the caches.
+func (p *Pipeline) BlockRemoved(endpoint string, hash uint64) {
+	p.eachKV(func(o KVEventObserver) { o.BlockRemoved(endpoint, hash) })
+}
+
+// AllBlocksCleared forwards a KV event to the stages that read the caches.
+func (p *Pipeline) AllBlocksCleared(endpoint string) {
+	p.eachKV(func(o KVEventObserver) { o.AllBlocksCleared(endpoint) })
+}
+
+func (p *Pipeline) eachKV(fn func(KVEventObserver)) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, w := range p.scorers {
+		if o, ok := w.Scorer.(KVEventObserver); ok {
+			fn(o)
+		}
+	}
+}

@@ -91,6 +91,7 @@ func builtins() []builtin {
 		{"prefix-cache", factoryOf(DefaultPrefixCacheConfig, NewPrefixCache)},
 		{"prefix-tree", factoryOf(DefaultPrefixTreeConfig, NewPrefixTree)},
 		{"prefix-score", factoryOf(DefaultPrefixScoreConfig, NewPrefixScore)},
+		{"precise-prefix", factoryOf(DefaultPrecisePrefixConfig, NewPrecisePrefix)},
 		{"cache-aware", factoryOf(DefaultCacheAwareConfig, NewCacheAware)},
 		{"chwbl", factoryOf(DefaultCHWBLConfig, NewCHWBL)},
 		{"vtc-basic", factoryOf(DefaultVTCConfig, NewVTC)},

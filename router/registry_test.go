@@ -55,8 +55,8 @@ func TestRegistryNew(t *testing.T) {
 
 func TestBuiltinNames(t *testing.T) {
 	want := []string{
-		"cache-aware", "chwbl", "least-kv-cache", "least-request", "power-of-two", "prefix-cache",
-		"prefix-score", "prefix-tree", "random", "round-robin", "session-affinity", "vtc-basic",
+		"cache-aware", "chwbl", "least-kv-cache", "least-request", "power-of-two", "precise-prefix",
+		"prefix-cache", "prefix-score", "prefix-tree", "random", "round-robin", "session-affinity", "vtc-basic",
 	}
 	got := router.Builtin().Names()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

@@ -107,3 +107,16 @@ type Observer interface {
 	// Removed reports that endpoint left the pool; state kept for it is dropped.
 	Removed(endpoint string)
 }
+
+// KVEventObserver is implemented by policies that read the replicas' real prefix caches, fed
+// by their KV events (vLLM publishes BlockStored, BlockRemoved and AllBlocksCleared; the
+// simulator reports the same from its engines). Hashes are chained token-block hashes
+// (router/prefix.TokenBlockHash).
+type KVEventObserver interface {
+	// BlockStored reports that endpoint now caches the block with hash.
+	BlockStored(endpoint string, hash uint64)
+	// BlockRemoved reports that endpoint evicted it.
+	BlockRemoved(endpoint string, hash uint64)
+	// AllBlocksCleared reports that endpoint's cache was emptied.
+	AllBlocksCleared(endpoint string)
+}

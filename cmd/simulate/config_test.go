@@ -83,7 +83,7 @@ func TestEmbeddedDefaultIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(points) != 3 || len(points[0].Policies) != 12 || points[0].Fleet.Replicas != 8 {
+	if len(points) != 3 || len(points[0].Policies) != 13 || points[0].Fleet.Replicas != 8 {
 		t.Fatalf("default sweep: %d points, %d policies, %d replicas", len(points), len(points[0].Policies), points[0].Fleet.Replicas)
 	}
 }

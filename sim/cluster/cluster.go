@@ -106,6 +106,9 @@ func (s *Sim) hooks(i int) engine.Hooks {
 		},
 		Done: func(res engine.Result) { s.replicaDone(i, res) },
 	}
+	if kv, ok := s.policy.(router.KVEventObserver); ok {
+		h.KV = func(ev engine.KVEvent) { s.kvEvent(kv, i, ev) }
+	}
 	if s.sink.ITL != nil {
 		h.Step = func(_ sim.Time, d time.Duration, st gpumodel.Step) {
 			if st.DecodeSeqs > 0 {
@@ -196,8 +199,21 @@ func (s *Sim) newFlight(w workloads.Request, now sim.Time) *flight {
 	}
 	f.rreq = router.Request{
 		ID: w.ID, Model: s.cfg.Model, Tenant: w.Tenant, SessionKey: w.Session, Prompt: w.Text,
-		Messages: msgs, InputTokens: len(w.Tokens), MaxOutputTokens: w.OutputTokens,
+		Messages: msgs, Tokens: w.Tokens, InputTokens: len(w.Tokens), MaxOutputTokens: w.OutputTokens,
 	}
 	f.ereq = engine.Request{ID: w.ID, Prompt: w.Tokens, OutputTokens: w.OutputTokens, Answer: w.AnswerTokens, Salt: s.salt, Tag: f}
 	return f
+}
+
+// kvEvent forwards replica i's KV event to a policy that reads the caches.
+func (s *Sim) kvEvent(kv router.KVEventObserver, i int, ev engine.KVEvent) {
+	id := s.snap.Endpoints[i].ID
+	switch {
+	case ev.Cleared:
+		kv.AllBlocksCleared(id)
+	case ev.Stored:
+		kv.BlockStored(id, ev.Hash)
+	default:
+		kv.BlockRemoved(id, ev.Hash)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"kvroute/gpumodel"
 	"kvroute/results"
 	"kvroute/router"
+	"kvroute/router/prefix"
 	"kvroute/sim/engine"
 	"kvroute/workloads"
 )
@@ -122,7 +124,7 @@ func TestPrefixAwareBeatsRoundRobinUnderKVPressure(t *testing.T) {
 	cfg := Config{Replicas: fleet(4, 1200), Model: model, MetricsInterval: DefaultMetricsInterval}
 	w := sharedPrefix(16, 600, 8) // 16 groups × 128 blocks: 2,048 blocks against 1,200 per replica
 	rr := simulate(t, cfg, "round-robin", w, 3).metrics
-	for _, policy := range []string{"prefix-cache", "prefix-score", "cache-aware", "prefix-tree"} {
+	for _, policy := range []string{"prefix-cache", "prefix-score", "cache-aware", "prefix-tree", "precise-prefix"} {
 		m := simulate(t, cfg, policy, w, 3).metrics
 		t.Logf("%-13s hit rate %.2f (round-robin %.2f), TTFT p50 %.0f ms (round-robin %.0f)", policy, m.HitRate, rr.HitRate, m.TTFT.P50, rr.TTFT.P50)
 		if m.HitRate < rr.HitRate+0.3 {
@@ -173,4 +175,23 @@ func ExampleSim() {
 	m := agg.Metrics()
 	fmt.Println(m.Requests, m.Completed)
 	// Output: 40 40
+}
+
+// TestRouterAndEngineHashBlocksAlike keeps router/prefix.TokenBlockHash equal to the engine's
+// BlockHash: precise-prefix looks up the engine's KV events by hashes it computes itself.
+func TestRouterAndEngineHashBlocksAlike(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		toks := make([]int32, rng.IntN(40))
+		for i := range toks {
+			toks[i] = int32(rng.Uint32())
+		}
+		parent := rng.Uint64()
+		if prefix.TokenBlockHash(parent, toks) != engine.BlockHash(parent, toks) {
+			t.Fatalf("hashes differ for %v", toks)
+		}
+	}
+	if prefix.ModelSalt(model) != engine.BlockHash(0, modelSalt(model)) {
+		t.Fatal("model salts differ")
+	}
 }

@@ -18,6 +18,9 @@ type blockPool struct {
 	stale      []staleEntry // evicted blocks whose table entries are still to be removed
 	numFree    int
 	sink       uint64 // keeps the reads of the touch methods
+	// events, when set, hears each block hash the cache starts (stored) or stops holding:
+	// what vLLM publishes as BlockStored and BlockRemoved KV events.
+	events func(stored bool, hash uint64)
 }
 
 // staleEntry is the table entry of an evicted block: hash → block.
@@ -147,6 +150,9 @@ func (p *blockPool) evict(b int32) {
 		return
 	}
 	bl.hashed = false
+	if p.events != nil {
+		p.events(false, bl.hash)
+	}
 	p.stale = append(p.stale, staleEntry{bl.hash, b})
 	if len(p.stale) >= staleBatch {
 		p.removeStale()
@@ -183,6 +189,9 @@ func (p *blockPool) cache(b int32, h uint64) {
 	}
 	p.cached.put(h, b)
 	p.blocks[b].hash, p.blocks[b].hashed = h, true
+	if p.events != nil {
+		p.events(true, h)
+	}
 }
 
 // touchBlocks reads each block's state, overlapping the cache misses (see hashTable.touch).
@@ -210,7 +219,9 @@ func (p *blockPool) release(blocks []int32) {
 
 // clearAll empties the cache and the pool (a restarted replica).
 func (p *blockPool) clearAll() {
+	events := p.events
 	*p = *newBlockPool(p.size())
+	p.events = events
 }
 
 // used returns the blocks with a reference.

@@ -273,3 +273,47 @@ func TestMultiTurnReusesAnswerBlocks(t *testing.T) {
 		t.Fatalf("turn 1 hit %d tokens, want %d", got, want)
 	}
 }
+
+// TestKVEventsMirrorTheCache replays the KV events into a set and checks it equals the blocks
+// the cache holds, through eviction pressure and a failure.
+func TestKVEventsMirrorTheCache(t *testing.T) {
+	h := newHarness(t, 40, 0, time.Millisecond)
+	held := map[uint64]bool{}
+	h.r.hooks.KV = func(ev KVEvent) {
+		switch {
+		case ev.Cleared:
+			clear(held)
+		case ev.Stored:
+			if held[ev.Hash] {
+				t.Errorf("hash %x stored twice", ev.Hash)
+			}
+			held[ev.Hash] = true
+		default:
+			if !held[ev.Hash] {
+				t.Errorf("hash %x removed but not stored", ev.Hash)
+			}
+			delete(held, ev.Hash)
+		}
+	}
+	h.r.pool.events = func(stored bool, hash uint64) { h.r.hooks.KV(KVEvent{Stored: stored, Hash: hash}) }
+	for i := range 12 {
+		h.submitAt(sim.At(time.Duration(i)*time.Second), &Request{ID: fmt.Sprint(i), Prompt: tokens(uint64(i%5), 200), OutputTokens: 4})
+	}
+	h.run()
+	cached := 0
+	for _, b := range h.r.pool.blocks {
+		if b.hashed {
+			cached++
+			if !held[b.hash] {
+				t.Fatalf("cached hash %x missing from the events", b.hash)
+			}
+		}
+	}
+	if cached != len(held) || cached == 0 {
+		t.Fatalf("events hold %d hashes, the cache %d", len(held), cached)
+	}
+	h.r.Fail()
+	if len(held) != 0 {
+		t.Fatalf("after a failure the events still hold %d hashes", len(held))
+	}
+}

@@ -30,6 +30,16 @@ type Hooks struct {
 	// Step is called at the end of each step with its duration and its shape; every decoding
 	// sequence's inter-token latency for that token is the step's duration.
 	Step func(at sim.Time, d time.Duration, s gpumodel.Step)
+	// KV, when set, hears the prefix cache change, as vLLM's KV events report it: a block
+	// hash stored or removed, or the whole cache cleared (the replica failed).
+	KV func(KVEvent)
+}
+
+// KVEvent is one change of a replica's prefix cache: BlockStored (Stored), BlockRemoved, or
+// AllBlocksCleared (Cleared). Hash is the block's chained hash (BlockHash).
+type KVEvent struct {
+	Stored, Cleared bool
+	Hash            uint64
 }
 
 // Metrics is what the replica's vLLM /metrics endpoint would show.
@@ -106,6 +116,9 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
 	r.startFn, r.endFn = r.startStep, r.endStep
+	if hooks.KV != nil {
+		r.pool.events = func(stored bool, h uint64) { hooks.KV(KVEvent{Stored: stored, Hash: h}) }
+	}
 	return r, nil
 }
 
@@ -273,6 +286,9 @@ func (r *Replica) Fail() {
 	all := append(append([]*seq(nil), r.running...), r.waiting...)
 	r.running, r.due, r.waiting, r.batch = nil, nil, nil, r.batch[:0]
 	r.pool.clearAll()
+	if r.hooks.KV != nil {
+		r.hooks.KV(KVEvent{Cleared: true})
+	}
 	for _, s := range all {
 		s.generated = max(s.generated, -s.generated)
 		r.end(s, Aborted, now)

@@ -1,0 +1,43 @@
+package router_test
+
+import (
+	"testing"
+
+	"kvroute/router"
+	"kvroute/router/prefix"
+	"kvroute/router/routertest"
+)
+
+func TestPrecisePrefixFollowsKVEvents(t *testing.T) {
+	p := mustNew(t, "precise-prefix", nil)
+	kv := p.(router.KVEventObserver)
+	toks := make([]int32, 64) // four full blocks
+	for i := range toks {
+		toks[i] = int32(1000 + i)
+	}
+	req := &router.Request{ID: "r", Model: routertest.Model, Tokens: toks}
+	hashes := prefix.AppendTokenBlockHashes(nil, prefix.ModelSalt(routertest.Model), toks, 16)
+	s := snap(0, 0, 0)
+	s.Endpoints[2].Waiting = 1 // ep-2 is a little busier, and holds the blocks
+	for _, h := range hashes {
+		kv.BlockStored("ep-2", h)
+	}
+	if got := pick(t, p, req, s).Index; got != 2 {
+		t.Fatalf("with ep-2 holding every block: picked %d", got)
+	}
+	// ep-1 holds only blocks 1..3, not the first: not a prefix, no score.
+	for _, h := range hashes[1:] {
+		kv.BlockStored("ep-1", h)
+	}
+	kv.BlockRemoved("ep-2", hashes[0])
+	if got := pick(t, p, req, s).Index; got == 2 {
+		t.Fatal("ep-2 lost its first block and still won against idle endpoints")
+	}
+	for _, h := range hashes[:1] {
+		kv.BlockStored("ep-2", h)
+	}
+	kv.AllBlocksCleared("ep-2")
+	if got := pick(t, p, req, s).Index; got == 2 {
+		t.Fatal("ep-2's cache was cleared and it still won")
+	}
+}
