@@ -26,3 +26,11 @@ bench:
 # End-to-end contract checks of the commands (needs ../shared/checks/smoke).
 smoke:
 	../shared/checks/smoke all
+
+# Published-result fidelity at full size (README "Fidelity"); CI runs reduced copies through
+# `go test ./cmd/simulate` (TestPublishedFidelityDirections).
+.PHONY: fidelity
+fidelity:
+	$(GO) run ./cmd/simulate -config examples/published/sglang-v0.4.yaml -out out/fid-sglang -quiet
+	$(GO) run ./cmd/simulate -config examples/published/llm-d-kv-cache-wins.yaml -out out/fid-llm-d -quiet
+	$(GO) run ./cmd/simulate -config examples/published/kubeai-prefix-hash.yaml -out out/fid-kubeai -quiet

@@ -91,7 +91,9 @@ func TestEmbeddedDefaultIsValid(t *testing.T) {
 // TestExamplesParse keeps every sweep file in examples/ valid.
 func TestExamplesParse(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "*.yaml"))
-	if err != nil || len(files) == 0 {
+	published, _ := filepath.Glob(filepath.Join("..", "..", "examples", "published", "*.yaml"))
+	files = append(files, published...)
+	if err != nil || len(published) == 0 {
 		t.Fatalf("no examples (%v)", err)
 	}
 	for _, f := range files {
