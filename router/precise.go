@@ -22,11 +22,16 @@ type PrecisePrefixConfig struct {
 	PrefixWeight  float64 `json:"prefix_weight"`
 	KVCacheWeight float64 `json:"kv_cache_weight"`
 	QueueWeight   float64 `json:"queue_weight"`
+	// SpeculativeIndexing also counts, for SpeculativeTTL after each decision, the request's
+	// blocks as held by the chosen endpoint, covering the gap until its KV events arrive
+	// (llm-d's speculativeIndexing: off by default, TTL 2 s).
+	SpeculativeIndexing bool     `json:"speculative_indexing"`
+	SpeculativeTTL      Duration `json:"speculative_ttl"`
 }
 
 // DefaultPrecisePrefixConfig returns llm-d's sample precise-prefix configuration.
 func DefaultPrecisePrefixConfig() PrecisePrefixConfig {
-	return PrecisePrefixConfig{BlockSize: 16, PrefixWeight: 2, KVCacheWeight: 1, QueueWeight: 1}
+	return PrecisePrefixConfig{BlockSize: 16, PrefixWeight: 2, KVCacheWeight: 1, QueueWeight: 1, SpeculativeTTL: Duration(2 * time.Second)}
 }
 
 // Validate checks ranges.
@@ -34,6 +39,9 @@ func (c PrecisePrefixConfig) Validate() error {
 	var errs []error
 	if c.BlockSize < 1 {
 		errs = append(errs, fmt.Errorf("block_size %d: want > 0", c.BlockSize))
+	}
+	if c.SpeculativeTTL <= 0 {
+		errs = append(errs, fmt.Errorf("speculative_ttl %v: want > 0", c.SpeculativeTTL.D()))
 	}
 	for _, w := range []struct {
 		name string
@@ -54,7 +62,7 @@ func NewPrecisePrefix(cfg PrecisePrefixConfig, rng *rand.Rand) (*Pipeline, error
 		return nil, fmt.Errorf("router: precise-prefix: %w", err)
 	}
 	return NewPipeline("precise-prefix", ReasonMaxScore, nil, []Weighted{
-		{Scorer: NewPreciseScorer(cfg.BlockSize), Weight: cfg.PrefixWeight},
+		{Scorer: newPreciseScorer(cfg), Weight: cfg.PrefixWeight},
 		{Scorer: KVCacheScorer{}, Weight: cfg.KVCacheWeight},
 		{Scorer: QueueScorer{}, Weight: cfg.QueueWeight},
 	}, MaxScorePicker{}, rng)
@@ -69,6 +77,16 @@ type PreciseScorer struct {
 	holders   map[uint64][]int32 // block hash → endpoints caching it
 	hashes    []uint64
 	run       []int // per endpoint id: consecutive leading blocks held
+
+	specTTL time.Duration // 0: no speculative entries
+	spec    map[uint64][]specEntry
+	swept   time.Time
+}
+
+// specEntry is a speculative holder of a block: the endpoint a request was just routed to.
+type specEntry struct {
+	ep    int32
+	until time.Time
 }
 
 var (
@@ -79,6 +97,14 @@ var (
 // NewPreciseScorer returns a scorer with an empty view of the caches.
 func NewPreciseScorer(blockSize int) *PreciseScorer {
 	return &PreciseScorer{blockSize: blockSize, ids: newInterner(), holders: map[uint64][]int32{}}
+}
+
+func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
+	p := NewPreciseScorer(cfg.BlockSize)
+	if cfg.SpeculativeIndexing {
+		p.specTTL, p.spec = cfg.SpeculativeTTL.D(), map[uint64][]specEntry{}
+	}
+	return p
 }
 
 // Score writes each candidate's consecutive held blocks over the request's full blocks.
@@ -95,6 +121,12 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 		for _, ep := range p.holders[h] {
 			if p.run[ep] == i { // held every block so far
 				p.run[ep]++
+				alive = true
+			}
+		}
+		for _, e := range p.spec[h] {
+			if p.run[e.ep] == i && s.Now.Before(e.until) {
+				p.run[e.ep]++
 				alive = true
 			}
 		}
@@ -145,9 +177,48 @@ func (p *PreciseScorer) AllBlocksCleared(endpoint string) {
 			p.holders[h] = hs
 		}
 	}
+	for h, es := range p.spec {
+		es = slices.DeleteFunc(es, func(e specEntry) bool { return e.ep == id })
+		if len(es) == 0 {
+			delete(p.spec, h)
+		} else {
+			p.spec[h] = es
+		}
+	}
 }
 
-// Routed, Finished and Removed: the view comes from KV events, not from routing history.
-func (p *PreciseScorer) Routed(*Request, string, time.Time)          {}
+// Routed records speculative entries for the request's blocks on endpoint, when enabled;
+// otherwise the view comes from KV events alone.
+func (p *PreciseScorer) Routed(req *Request, endpoint string, now time.Time) {
+	if p.spec == nil {
+		return
+	}
+	id := p.ids.id(endpoint)
+	until := now.Add(p.specTTL)
+	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.blockSize)
+	for _, h := range p.hashes {
+		p.spec[h] = append(p.spec[h], specEntry{id, until})
+	}
+	if now.Sub(p.swept) >= p.specTTL {
+		p.sweep(now)
+	}
+}
+
+// sweep drops expired speculative entries.
+func (p *PreciseScorer) sweep(now time.Time) {
+	p.swept = now
+	for h, es := range p.spec { // each hash once; the order does not matter
+		es = slices.DeleteFunc(es, func(e specEntry) bool { return !now.Before(e.until) })
+		if len(es) == 0 {
+			delete(p.spec, h)
+		} else {
+			p.spec[h] = es
+		}
+	}
+}
+
+// Finished does nothing: the view comes from KV events (and speculative entries).
 func (p *PreciseScorer) Finished(*Request, string, Usage, time.Time) {}
-func (p *PreciseScorer) Removed(endpoint string)                     { p.AllBlocksCleared(endpoint) }
+
+// Removed forgets the endpoint's cache.
+func (p *PreciseScorer) Removed(endpoint string) { p.AllBlocksCleared(endpoint) }

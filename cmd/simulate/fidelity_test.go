@@ -97,7 +97,7 @@ func TestPublishedFidelityDirections(t *testing.T) {
 		runs := fidelityRun(t, "llm-d-kv-cache-wins.yaml",
 			"duration: 30s", "duration: 10s",
 			"rate: [3, 10, 15, 20, 22, 25, 30, 35, 40, 43, 46, 49, 52, 55, 57, 60]", "rate: 30",
-			"policies: [precise-prefix, {name: precise-prefix, prefix_weight: 3, kv_cache_weight: 2, queue_weight: 2},\n  prefix-score, least-kv-cache, least-request, random]",
+			"policies: [precise-prefix, {name: precise-prefix, prefix_weight: 3, kv_cache_weight: 2, queue_weight: 2},\n  {name: precise-prefix, speculative_indexing: true},\n  prefix-score, least-kv-cache, least-request, random]",
 			"policies: [precise-prefix, prefix-score, least-kv-cache, random]")
 		for _, p := range []string{"precise-prefix", "prefix-score"} {
 			for _, blind := range []string{"random", "least-kv-cache"} {
