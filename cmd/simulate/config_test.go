@@ -106,3 +106,37 @@ func TestExamplesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestUserCatalog runs a fleet of a GPU and a model the built-in catalog lacks, declared in a
+// YAML catalog file named by the sweep file; a broken catalog names its file and entry.
+func TestUserCatalog(t *testing.T) {
+	dir := t.TempDir()
+	cat := filepath.Join(dir, "gpus.yaml")
+	if err := os.WriteFile(cat, []byte(`gpus:
+  - {name: H100-tuned, base: H100-SXM-80GB, efficiency: {prefill_mfu: 0.6}}
+models:
+  - {name: Llama-3.1-8B-FP8, base: Llama-3.1-8B, dtype_bytes: 1}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(base, "seed: 3", "seed: 3\ncatalog: "+cat, 1)
+	src = strings.Replace(src, "gpu: H100-SXM-80GB, model: llama-3.1-8b", "gpu: h100-tuned, model: llama-3.1-8b-fp8", 1)
+	points, err := Parse([]byte(src), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reps, err := points[0].fleet()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := reps[0].Deployment
+	if d.GPU.Efficiency.PrefillMFU != 0.6 || d.Model.DTypeBytes != 1 {
+		t.Fatalf("fleet built from %s / %s, MFU %v, dtype %d bytes", d.GPU.Name, d.Model.Name, d.GPU.Efficiency.PrefillMFU, d.Model.DTypeBytes)
+	}
+	if err := os.WriteFile(cat, []byte("gpus:\n  - {name: Broken, peak_tflops: -1}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Parse([]byte(src), "t.yaml"); err == nil || !strings.Contains(err.Error(), cat) || !strings.Contains(err.Error(), "Broken") {
+		t.Fatalf("broken catalog: %v", err)
+	}
+}

@@ -38,11 +38,11 @@ func (p Point) validate() error {
 func (p Point) fleet() ([]engine.Config, error) {
 	f := p.Fleet
 	var errs []error
-	g, err := gpumodel.LookupGPU(f.GPU)
+	g, err := p.cat.GPU(f.GPU)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("fleet.gpu: %w", err))
 	}
-	m, err := gpumodel.LookupModel(f.Model)
+	m, err := p.cat.Model(f.Model)
 	if err != nil {
 		errs = append(errs, fmt.Errorf("fleet.model: %w", err))
 	}

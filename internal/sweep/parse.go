@@ -17,8 +17,11 @@ import (
 // arrival or router (and requests, duration) is a sweep axis; the runs are the cartesian
 // product of the axes times the policies.
 type File struct {
-	Name     string                   `yaml:"name"`
-	Seed     uint64                   `yaml:"seed"`
+	Name string `yaml:"name"`
+	Seed uint64 `yaml:"seed"`
+	// Catalog is an optional YAML or JSON file of extra GPUs and models (gpumodel's catalog
+	// format), relative to the working directory; fleet.gpu and fleet.model may name them.
+	Catalog  string                   `yaml:"catalog,omitempty"`
 	Requests int                      `yaml:"requests,omitempty"`
 	Duration time.Duration            `yaml:"duration,omitempty"`
 	Fleet    FleetConfig              `yaml:"fleet"`
