@@ -36,11 +36,7 @@ func (h *Histogram) Add(d time.Duration, count int) {
 	if h.n == 0 || d > h.max {
 		h.max = d
 	}
-	b := 0
-	if v := float64(d); v > histMin {
-		b = 1 + int(math.Log(v/histMin)/histLogRatio)
-	}
-	b = min(b, 2600)
+	b := bucketOf(d)
 	for len(h.counts) <= b {
 		h.counts = append(h.counts, 0)
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,20 +11,36 @@ import (
 	"kvroute/workloads"
 )
 
-// BenchmarkSimulate runs an 8-replica H100 Llama-3.1-8B fleet on ShareGPT-like multi-turn
-// traffic (synthetic-chat) routed by prefix-score, and reports simulated requests per
-// wall-clock second and simulated seconds per wall-clock second.
+// BenchmarkSimulate runs an 8-replica H100 Llama-3.1-8B fleet on ShareGPT-like traffic and
+// reports simulated requests per wall-clock second and simulated seconds per wall-clock
+// second. Workloads: single-turn (synthetic-chat cut to one turn: ShareGPT's message-length
+// distributions, as `vllm bench serve` samples the dataset) and multi-turn (whole
+// synthetic-chat conversations, each turn re-sending the history); policies: round-robin
+// (the simulator's own cost) and prefix-score (GIE's index in the loop).
 func BenchmarkSimulate(b *testing.B) {
-	const requests = 20000
-	w := workloads.Config{
-		Workload: workloads.WorkloadConfig{Kind: workloads.KindSyntheticChat},
-		Arrival:  workloads.ArrivalConfig{Process: workloads.ProcessPoisson, Rate: 40},
-		Requests: requests,
+	for _, wl := range []struct {
+		name  string
+		turns int
+		rate  float64
+	}{{"single-turn", 1, 40}, {"multi-turn", 0, 40}} {
+		for _, policy := range []string{"round-robin", "prefix-score"} {
+			b.Run(fmt.Sprintf("%s/%s", wl.name, policy), func(b *testing.B) {
+				w := workloads.Config{
+					Workload: workloads.WorkloadConfig{Kind: workloads.KindSyntheticChat, MeanTurns: float64(wl.turns), MaxTurns: wl.turns},
+					Arrival:  workloads.ArrivalConfig{Process: workloads.ProcessPoisson, Rate: wl.rate},
+					Requests: 20000,
+				}
+				benchSimulate(b, w, policy)
+			})
+		}
 	}
+}
+
+func benchSimulate(b *testing.B, w workloads.Config, policy string) {
 	b.ReportAllocs()
 	var simulated time.Duration
 	for b.Loop() {
-		p, err := router.Builtin().New("prefix-score", nil, 1)
+		p, err := router.Builtin().New(policy, nil, 1)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -41,12 +58,12 @@ func BenchmarkSimulate(b *testing.B) {
 			b.Fatal(err)
 		}
 		stream.Close()
-		if m := agg.Metrics(); m.Completed != requests {
-			b.Fatalf("completed %d of %d", m.Completed, requests)
+		if m := agg.Metrics(); m.Completed != w.Requests {
+			b.Fatalf("completed %d of %d", m.Completed, w.Requests)
 		}
 		simulated += s.Now().Duration()
 	}
 	wall := b.Elapsed().Seconds()
-	b.ReportMetric(float64(requests*b.N)/wall, "requests/s")
+	b.ReportMetric(float64(w.Requests*b.N)/wall, "requests/s")
 	b.ReportMetric(simulated.Seconds()/wall, "sim-s/wall-s")
 }

@@ -16,7 +16,8 @@ import (
 
 // Sink receives what a simulation produces.
 type Sink struct {
-	// Record is called once per request, when it reaches its terminal state. Required.
+	// Record is called once per request, when it reaches its terminal state. Required. The
+	// record is valid only during the call (the simulation reuses it): copy what you keep.
 	Record func(*results.Record)
 	// ITL, when set, is called at the end of each replica step with the step's duration and
 	// the number of sequences that got their next token in it (each token's inter-token
@@ -47,6 +48,7 @@ type Sim struct {
 	active    int // requests taken from the stream and not yet terminal
 	taken     int
 	ended     int
+	rec       results.Record // the record handed to the sink, reused
 }
 
 // flight is one request's journey through the router and the fleet.

@@ -81,7 +81,8 @@ func (c Config) maxRetries() int {
 
 // finish records f's terminal state and tells the stream, which may schedule a next turn.
 func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
-	rec := &results.Record{
+	rec := &s.rec
+	*rec = results.Record{
 		ID: f.wreq.ID, Tenant: f.wreq.Tenant, Session: f.wreq.Session, Turn: f.wreq.Turn,
 		PrefixGroup: f.wreq.PrefixGroup, Reason: f.reason, Status: st, Error: msg,
 		Arrival: f.arrival.Duration(), Finish: now.Duration(),

@@ -73,13 +73,14 @@ type Replica struct {
 	maxBatch int
 	maxSeqs  int
 
-	waiting []*seq  // FIFO; preempted requests go to the front
-	running []*seq  // admission order; the newest is preempted first
-	due     []int64 // per running request: the step it must next be handled on its own (lazy.go)
-	batch   []*seq  // the step's requests handled one by one; lazy decoders are implied
-	scratch []int32
-	memo    hashMemo
-	hits    []int32
+	waiting  []*seq  // FIFO; preempted requests go to the front
+	waitBase []*seq  // the waiting queue's array from its start (see pushWaiting)
+	running  []*seq  // admission order; the newest is preempted first
+	due      []int64 // per running request: the step it must next be handled on its own (lazy.go)
+	batch    []*seq  // the step's requests handled one by one; lazy decoders are implied
+	scratch  []int32
+	memo     hashMemo
+	hits     []int32
 
 	tick    int64 // steps ended so far
 	lazyN   int   // lazy decoders
@@ -147,7 +148,7 @@ func (r *Replica) Submit(req *Request) {
 		r.end(s, Rejected, now)
 		return
 	}
-	r.waiting = append(r.waiting, s)
+	r.pushWaiting(s)
 	r.kick(now)
 }
 
@@ -284,7 +285,7 @@ func (r *Replica) Fail() {
 	r.down, r.stepping = true, false
 	r.materializeAll()
 	all := append(append([]*seq(nil), r.running...), r.waiting...)
-	r.running, r.due, r.waiting, r.batch = nil, nil, nil, r.batch[:0]
+	r.running, r.due, r.waiting, r.waitBase, r.batch = nil, nil, nil, nil, r.batch[:0]
 	r.pool.clearAll()
 	if r.hooks.KV != nil {
 		r.hooks.KV(KVEvent{Cleared: true})

@@ -89,8 +89,7 @@ func (r *Replica) scheduleWaiting(budget int) {
 		if !ok {
 			break
 		}
-		r.waiting[0] = nil
-		r.waiting = r.waiting[1:]
+		r.popWaiting()
 		r.running = append(r.running, s)
 		r.due = append(r.due, 0)
 		s.scheduled = n
@@ -155,6 +154,10 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	for _, b := range r.hits {
 		r.pool.touch(b)
 	}
+	if s.blocks == nil {
+		// Room for every block s can ever hold, so that decoding never regrows it.
+		s.blocks = make([]int32, 0, r.blocksFor(s.promptLen+s.outputLen))
+	}
 	s.blocks = append(s.blocks[:0], r.hits...)
 	s.computed = hit
 	s.reg = len(r.hits)
@@ -189,7 +192,27 @@ func (r *Replica) preempt(v *seq) {
 	v.reg = 0
 	v.preemptions++
 	r.m.Preemptions++
-	r.waiting = append(r.waiting, nil)
+	r.pushWaiting(nil)
 	copy(r.waiting[1:], r.waiting)
 	r.waiting[0] = v
+}
+
+// pushWaiting appends s to the waiting queue. The queue is popped from the front by
+// reslicing, so when it empties it goes back to the start of its array (waitBase) instead of
+// reallocating a little array for each request that arrives at an idle replica.
+func (r *Replica) pushWaiting(s *seq) {
+	grown := len(r.waiting) == cap(r.waiting)
+	r.waiting = append(r.waiting, s)
+	if grown {
+		r.waitBase = r.waiting[:0]
+	}
+}
+
+// popWaiting removes the head of the waiting queue.
+func (r *Replica) popWaiting() {
+	r.waiting[0] = nil
+	r.waiting = r.waiting[1:]
+	if len(r.waiting) == 0 {
+		r.waiting = r.waitBase[:0]
+	}
 }
