@@ -64,6 +64,8 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 	if err != nil {
 		return results.Run{}, err
 	}
+	// Policies that never read prompt text spare the workload generating it.
+	opts = append(opts, workloads.WithText(router.ReadsText(policy)))
 	stream, err := workloads.Build(p.Workload(), p.WorkloadSeed(), opts...)
 	if err != nil {
 		return results.Run{}, err

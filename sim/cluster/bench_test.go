@@ -44,7 +44,7 @@ func benchSimulate(b *testing.B, w workloads.Config, policy string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		stream, err := workloads.Build(w, 1)
+		stream, err := workloads.Build(w, 1, workloads.WithText(router.ReadsText(p)))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -1,0 +1,48 @@
+package router
+
+// TextFree is implemented by policies (and pipeline plugins) that never read a request's
+// Prompt or Messages: they route on the model, the session key, token counts, token ids or
+// load alone. A simulation can then skip generating prompt text, which costs more than
+// routing for such policies.
+type TextFree interface {
+	// TextFree reports whether the policy never reads Request.Prompt or Request.Messages.
+	TextFree() bool
+}
+
+// ReadsText reports whether policy p may read Request.Prompt or Request.Messages: true unless
+// p says otherwise through TextFree. A Pipeline reads text when any of its plugins may.
+func ReadsText(p any) bool {
+	t, ok := p.(TextFree)
+	return !ok || !t.TextFree()
+}
+
+// TextFree is true for the baseline policies: they read nothing of the prompt.
+func (*Random) TextFree() bool          { return true }
+func (*RoundRobin) TextFree() bool      { return true }
+func (*LeastRequest) TextFree() bool    { return true }
+func (*PowerOfTwo) TextFree() bool      { return true }
+func (*LeastKVCache) TextFree() bool    { return true }
+func (*SessionAffinity) TextFree() bool { return true }
+
+// TextFree is true for the load scorers, the max-score picker and the precise prefix scorer,
+// which reads token ids. (VTC is not text-free: without token counts it estimates them from
+// the prompt's characters, as AIBrix does.)
+func (QueueScorer) TextFree() bool    { return true }
+func (KVCacheScorer) TextFree() bool  { return true }
+func (MaxScorePicker) TextFree() bool { return true }
+func (*PreciseScorer) TextFree() bool { return true }
+
+// TextFree reports whether every filter, scorer and the picker of the pipeline is text-free.
+func (p *Pipeline) TextFree() bool {
+	for _, f := range p.filters {
+		if ReadsText(f) {
+			return false
+		}
+	}
+	for _, s := range p.scorers {
+		if ReadsText(s.Scorer) {
+			return false
+		}
+	}
+	return !ReadsText(p.picker)
+}
