@@ -77,7 +77,11 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 	s.obs, _ = policy.(router.Observer)
 	s.arrivalFn, s.tickFn = s.onArrival, s.tick
 	s.salt = engine.BlockHash(0, modelSalt(cfg.Model))
+	// One hash memo for the fleet: a conversation's next turn reuses its history's block
+	// hashes whichever replica it lands on.
+	memo := engine.NewHashMemo(256 * len(cfg.Replicas))
 	for i, rc := range cfg.Replicas {
+		rc.Memo = memo
 		rep, err := engine.New(s.k, rc, s.hooks(i))
 		if err != nil {
 			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)

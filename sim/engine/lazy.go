@@ -16,8 +16,14 @@ package engine
 // prepareLazy brings the lazy decoders due this step up to date and reports whether the
 // budget covers every running request's remaining tokens, so that every lazy decoder is
 // certain to get its token.
+//
+// On the way it reads what the requests handled on their own will touch: the table slot of
+// the next block each registers and the free-queue heads of the blocks they will take, so
+// that the cache misses overlap here instead of stalling the scheduler one after another.
+// The reads change nothing.
 func (r *Replica) prepareLazy() bool {
-	need := 0
+	need, blocks := 0, 0
+	var sink uint64
 	tick, due, running := r.tick, r.due, r.running
 	for i, d := range due {
 		if d > tick {
@@ -28,8 +34,17 @@ func (r *Replica) prepareLazy() bool {
 			r.materialize(s)
 			due[i] = 0
 		}
-		need += s.numTokens() - s.computed
+		total := s.numTokens()
+		need += total - s.computed
+		blocks += max(r.blocksFor(total)-len(s.blocks), 0)
+		if s.reg < len(s.hashes) && total/r.bs > s.reg {
+			sink += r.pool.cached.touchKey(s.hashes[s.reg])
+		}
 	}
+	if blocks > 1 {
+		r.pool.touchFree(blocks)
+	}
+	r.pool.sink += sink
 	return need+r.lazyN <= r.maxBatch
 }
 

@@ -2,49 +2,57 @@ package engine
 
 import "unsafe"
 
-// hashMemo remembers the block hashes of recently completed requests, so that a request whose
+// HashMemo remembers the block hashes of recently completed requests, so that a request whose
 // prompt starts with an earlier request's tokens (the next turn of a conversation re-sends the
 // whole history) takes those hashes instead of hashing the history again. A hash is reused
 // only for a block whose tokens are compared equal, so the hashes are exactly those hashing
-// would give. The memo is direct-mapped by the first block's hash and holds memoSlots
-// requests: a constant, whatever the length of the run.
-type hashMemo struct {
+// would give, and a memo changes nothing but speed. It is direct-mapped by the first block's
+// hash and holds a constant number of requests, whatever the length of the run.
+//
+// Replicas on one kernel may share a memo (Config.Memo), so that a conversation's next turn
+// finds its history's hashes whichever replica it lands on; a memo is not safe for
+// concurrent use.
+type HashMemo struct {
 	slots []memoEntry
 }
 
-// memoSlots is the number of requests a replica's memo holds; a power of two.
+// memoSlots is the number of requests a replica's own memo holds; a power of two.
 const memoSlots = 256
+
+// NewHashMemo returns a memo holding about n requests (n is rounded up to a power of two).
+func NewHashMemo(n int) *HashMemo {
+	size := memoSlots
+	for size < n {
+		size *= 2
+	}
+	return &HashMemo{slots: make([]memoEntry, size)}
+}
 
 type memoEntry struct {
 	first  uint64 // hashes[0]
 	salt   uint64
+	bs     int // the block size the hashes are of
 	prompt []int32
 	answer []int32  // the generated tokens known
 	hashes []uint64 // hashes of the full blocks of prompt, then answer
 }
 
 // remember records completed request s.
-func (m *hashMemo) remember(s *seq) {
+func (m *HashMemo) remember(s *seq, blockSize int) {
 	if len(s.hashes) == 0 {
 		return
 	}
-	if m.slots == nil {
-		m.slots = make([]memoEntry, memoSlots)
-	}
 	ans := s.req.Answer[:min(len(s.req.Answer), max(s.generated, 0))]
-	m.slots[s.hashes[0]&(memoSlots-1)] = memoEntry{
-		first: s.hashes[0], salt: s.req.Salt, prompt: s.req.Prompt, answer: ans, hashes: s.hashes,
+	m.slots[s.hashes[0]&uint64(len(m.slots)-1)] = memoEntry{
+		first: s.hashes[0], salt: s.req.Salt, bs: blockSize, prompt: s.req.Prompt, answer: ans, hashes: s.hashes,
 	}
 }
 
 // reuse appends to s.hashes, which holds only the first block's hash, the hashes a remembered
 // request shares with s's prompt.
-func (m *hashMemo) reuse(s *seq, blockSize int) {
-	if m.slots == nil {
-		return
-	}
-	e := &m.slots[s.hashes[0]&(memoSlots-1)]
-	if e.first != s.hashes[0] || e.salt != s.req.Salt || len(e.hashes) < 2 {
+func (m *HashMemo) reuse(s *seq, blockSize int) {
+	e := &m.slots[s.hashes[0]&uint64(len(m.slots)-1)]
+	if e.first != s.hashes[0] || e.salt != s.req.Salt || e.bs != blockSize || len(e.hashes) < 2 {
 		return
 	}
 	p := s.req.Prompt

@@ -19,6 +19,9 @@ type Config struct {
 	StepTime func(gpumodel.Step) time.Duration
 	// Priority orders the replica's step events against other events at the same time.
 	Priority sim.Prio
+	// Memo, when set, is a hash memo shared with other replicas on the same kernel; otherwise
+	// the replica keeps its own. Sharing changes no result, only speed.
+	Memo *HashMemo
 }
 
 // Hooks receive a replica's events. Nil hooks are skipped.
@@ -79,7 +82,7 @@ type Replica struct {
 	due      []int64 // per running request: the step it must next be handled on its own (lazy.go)
 	batch    []*seq  // the step's requests handled one by one; lazy decoders are implied
 	scratch  []int32
-	memo     hashMemo
+	memo     *HashMemo
 	hits     []int32
 
 	tick    int64 // steps ended so far
@@ -116,6 +119,9 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	r := &Replica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newBlockPool(n),
 		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	if r.memo = cfg.Memo; r.memo == nil {
+		r.memo = NewHashMemo(memoSlots)
+	}
 	r.startFn, r.endFn = r.startStep, r.endStep
 	if hooks.KV != nil {
 		r.pool.events = func(stored bool, h uint64) { hooks.KV(KVEvent{Stored: stored, Hash: h}) }
@@ -251,7 +257,7 @@ func (r *Replica) compactFinished(now sim.Time) {
 			// Reported while running still has its length, as vLLM's stats would show.
 			s.generated = -s.generated
 			r.m.Completed++
-			r.memo.remember(s)
+			r.memo.remember(s, r.bs)
 			r.end(s, Completed, now)
 			continue
 		}
