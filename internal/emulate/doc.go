@@ -23,7 +23,9 @@
 // tokens (16 when absent) of deterministic words seeded by its prompt: one word a token for
 // completions; for chat, the words cut into exactly max_tokens 4-byte chunks, handed to the
 // engine as the answer's token ids, so a conversation's next turn, which re-sends the answer
-// as an assistant message, hits its blocks in the prefix cache as it would on vLLM.
+// as an assistant message, hits its blocks in the prefix cache as it would on vLLM. A client
+// that disconnects aborts its request (engine.Replica.Abort), freeing its batch slot and blocks
+// at the end of the step in flight, as vLLM does.
 //
 // Fail, Recover, SetSlowdown and SetErrorRate inject failures, also over HTTP under /admin/.
 package emulate

@@ -83,6 +83,18 @@ func (r *Replica) complete(w http.ResponseWriter, req *http.Request, chat bool) 
 	} else {
 		r.writeWhole(w, req, p)
 	}
+	if req.Context().Err() != nil {
+		r.abort(p.st) // the client went away: free the engine, as vLLM aborts the request
+	}
+}
+
+// abort ends st in the engine unless it has ended already.
+func (r *Replica) abort(st *stream) {
+	r.do(func(c *core) {
+		if !st.ended {
+			c.eng.Abort(&st.req)
+		}
+	})
 }
 
 // pending is a parsed request on its way through the engine.

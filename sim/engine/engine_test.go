@@ -225,8 +225,8 @@ func TestRejectsWhatCanNeverFitAndAbortsOnFailure(t *testing.T) {
 	}
 }
 
-// TestConservationAndDeterminism drives a random open-loop load with shared prefixes through
-// a tight cache twice: every request ends exactly once, blocks in use never exceed capacity,
+// TestConservationAndDeterminism drives a random open-loop load with shared prefixes, a fifth
+// of it aborted by its client at random times, through a tight cache twice: every request ends exactly once, blocks in use never exceed capacity,
 // ref counts stay consistent (checked every step), and the two runs agree exactly.
 func TestConservationAndDeterminism(t *testing.T) {
 	runOnce := func() []string {
@@ -237,9 +237,25 @@ func TestConservationAndDeterminism(t *testing.T) {
 		for i := range 300 {
 			at += sim.Time(rng.ExpFloat64() * 20e6)
 			p := append(append([]int32(nil), systems[rng.IntN(3)]...), tokens(uint64(i), 50+rng.IntN(400))...)
-			h.submitAt(at, &Request{ID: fmt.Sprint(i), Prompt: p, OutputTokens: 1 + rng.IntN(200)})
+			req := &Request{ID: fmt.Sprint(i), Prompt: p, OutputTokens: 1 + rng.IntN(200)}
+			h.submitAt(at, req)
+			if rng.IntN(5) == 0 { // a client that leaves while queued, prefilling or decoding
+				h.k.Schedule(at+sim.Time(rng.ExpFloat64()*200e6), 0, func(sim.Time) { h.r.Abort(req) })
+			}
 		}
 		h.run()
+		aborted := 0
+		for _, r := range h.results {
+			if r.Status == Aborted {
+				aborted++
+			}
+		}
+		if aborted < 20 {
+			t.Fatalf("only %d aborted requests: the test does not exercise Abort", aborted)
+		}
+		if h.r.pool.used() != 0 {
+			t.Fatalf("%d blocks in use after the run", h.r.pool.used())
+		}
 		if len(h.results) != 300 {
 			t.Fatalf("%d of 300 requests ended", len(h.results))
 		}
@@ -315,5 +331,57 @@ func TestKVEventsMirrorTheCache(t *testing.T) {
 	h.r.Fail()
 	if len(held) != 0 {
 		t.Fatalf("after a failure the events still hold %d hashes", len(held))
+	}
+}
+
+// TestAbort aborts a waiting request, a running one mid-decode (a lazy decoder), and one
+// mid-prefill: each ends Aborted at the right time with the tokens it got, the others are
+// unaffected, every block is free afterwards, and what the aborted requests computed stays
+// cached. Aborting an ended request reports false.
+func TestAbort(t *testing.T) {
+	h := newHarness(t, 400, 512, time.Millisecond)
+	h.r.maxSeqs = 2
+	decode := &Request{ID: "decode", Prompt: tokens(1, 64), OutputTokens: 500}
+	prefill := &Request{ID: "prefill", Prompt: tokens(2, 2048), OutputTokens: 10}
+	queued := &Request{ID: "queued", Prompt: tokens(3, 32), OutputTokens: 5}
+	h.submitAt(0, decode)
+	h.submitAt(sim.At(20*time.Millisecond), prefill) // 4 chunks of 512 tokens (less decode's 1)
+	h.submitAt(sim.At(21*time.Millisecond), queued)  // max_num_seqs 2: it waits
+	var aborted []bool
+	abortAt := func(at time.Duration, req *Request) {
+		h.k.Schedule(sim.At(at), 0, func(sim.Time) { aborted = append(aborted, h.r.Abort(req)) })
+	}
+	abortAt(22*time.Millisecond+time.Microsecond, queued)
+	abortAt(22*time.Millisecond+time.Microsecond, prefill)
+	abortAt(30*time.Millisecond+time.Microsecond, decode)
+	abortAt(40*time.Millisecond, decode) // already ended
+	h.run()
+	if want := []bool{true, true, true, false}; !cmp.Equal(aborted, want) {
+		t.Fatalf("Abort returned %v, want %v", aborted, want)
+	}
+	for _, c := range []struct {
+		id     string
+		finish time.Duration
+		output int
+	}{
+		{"queued", 22*time.Millisecond + time.Microsecond, 0},
+		{"prefill", 23 * time.Millisecond, 0},
+		{"decode", 31 * time.Millisecond, 31},
+	} {
+		res := h.results[c.id]
+		if res.Status != Aborted || res.Finish != sim.At(c.finish) || res.OutputTokens != c.output {
+			t.Errorf("%s: %v at %v with %d tokens, want aborted at %v with %d",
+				c.id, res.Status, res.Finish.Duration(), res.OutputTokens, c.finish, c.output)
+		}
+	}
+	if used := h.r.pool.used(); used != 0 {
+		t.Errorf("%d blocks still in use after every request ended", used)
+	}
+	// The prefill's first two chunks (1,023 tokens: 63 full blocks) stayed cached.
+	again := &Request{ID: "again", Prompt: tokens(2, 2048), OutputTokens: 1}
+	h.submitAt(sim.At(50*time.Millisecond), again)
+	h.run()
+	if got := h.results["again"].CachedTokens; got != 63*16 {
+		t.Errorf("resent prompt hit %d tokens, want %d", got, 63*16)
 	}
 }

@@ -237,10 +237,14 @@ func (r *Replica) settle(now sim.Time) {
 		if d >= tick {
 			continue // a lazy decoder, not due yet
 		}
-		if s := running[i]; s.generated >= 0 {
-			due[i] = r.lazify(s)
-		} else {
+		switch s := running[i]; {
+		case s.generated < 0:
 			finished = true
+		case s.aborted:
+			r.dropAborted(s)
+			finished = true
+		default:
+			due[i] = r.lazify(s)
 		}
 	}
 	if finished {
@@ -259,6 +263,10 @@ func (r *Replica) compactFinished(now sim.Time) {
 			r.m.Completed++
 			r.memo.remember(s, r.bs)
 			r.end(s, Completed, now)
+			continue
+		}
+		if s.aborted { // settle freed its blocks
+			r.end(s, Aborted, now)
 			continue
 		}
 		r.running[kept], r.due[kept] = s, r.due[i]

@@ -81,6 +81,7 @@ type seq struct {
 	outputLen   int   // req.OutputTokens
 	knownLen    int   // len(req.Prompt) + len(req.Answer): the tokens known in advance
 	lazy        bool  // a lazy decoder (lazy.go): computed and generated are as of step t0
+	aborted     bool  // Abort was called while it ran: it ends with the step in flight
 	t0          int64 // the replica's tick when a lazy decoder's counts were last brought up to date
 }
 
