@@ -22,6 +22,10 @@ type CHWBLConfig struct {
 	LoadFactor float64 `json:"load_factor"`
 	// MaxUserMessages is how many leading user messages join the system prompt in the key.
 	MaxUserMessages int `json:"max_user_messages_for_cache"`
+	// PrefixCharLength, when > 0, switches to KubeAI's key (PrefixHash, whose CRD default is
+	// 100): the first PrefixCharLength bytes of the first user message for chat, of the
+	// prompt otherwise; the system prompt is ignored. 0 keeps Neutree's key.
+	PrefixCharLength int `json:"prefix_char_length"`
 }
 
 // DefaultCHWBLConfig returns Neutree's defaults: 100 virtual nodes, load factor 1.25, 2 user
@@ -41,6 +45,9 @@ func (c CHWBLConfig) Validate() error {
 	}
 	if c.MaxUserMessages < 0 {
 		errs = append(errs, fmt.Errorf("max_user_messages_for_cache %d: want >= 0", c.MaxUserMessages))
+	}
+	if c.PrefixCharLength < 0 {
+		errs = append(errs, fmt.Errorf("prefix_char_length %d: want >= 0 (0: Neutree's key)", c.PrefixCharLength))
 	}
 	return errors.Join(errs...)
 }
@@ -155,8 +162,11 @@ func (p *CHWBL) ensureRing(s *Snapshot) {
 }
 
 // cacheKey builds the ring key: adapter, system prompt and the first user messages for chat;
-// adapter and the whole prompt otherwise.
+// adapter and the whole prompt otherwise; or KubeAI's prefix key (prefixKey).
 func (p *CHWBL) cacheKey(req *Request) string {
+	if n := p.cfg.PrefixCharLength; n > 0 {
+		return p.prefixKey(req, n)
+	}
 	if len(req.Messages) == 0 {
 		if req.Adapter == "" {
 			return req.Prompt
@@ -179,4 +189,24 @@ func (p *CHWBL) cacheKey(req *Request) string {
 		b.WriteString(m.Content)
 	}
 	return b.String()
+}
+
+// prefixKey builds KubeAI's key: adapter and the first n bytes of the first user message for
+// chat, of the prompt otherwise (routers.md §7.1).
+func (p *CHWBL) prefixKey(req *Request, n int) string {
+	text := req.Prompt
+	if len(req.Messages) > 0 {
+		text = ""
+		for _, m := range req.Messages {
+			if m.Role == "user" {
+				text = m.Content
+				break
+			}
+		}
+	}
+	text = text[:min(n, len(text))]
+	if req.Adapter == "" {
+		return text
+	}
+	return req.Adapter + "\x00" + text
 }

@@ -65,3 +65,34 @@ func TestCHWBLKeyIsSystemPromptAndFirstUserMessages(t *testing.T) {
 		t.Fatalf("64 system prompts landed on only %d of 8 endpoints", len(seen))
 	}
 }
+
+// With prefix_char_length (KubeAI's PrefixHash key) the key is the first N bytes of the first
+// user message: the system prompt and everything after byte N are ignored, and prompts of
+// completions are cut the same way.
+func TestCHWBLPrefixCharLengthKey(t *testing.T) {
+	p := mustNew(t, "chwbl", map[string]any{"prefix_char_length": 100, "virtual_nodes_per_replica": 256})
+	s := snap(0, 0, 0, 0, 0, 0, 0, 0)
+	head := func(i int) string { return string(rune('A'+i%26)) + string(rune('a'+i/26)) + " " + string(make([]byte, 97)) }
+	chat := func(system, user string) *router.Request {
+		return &router.Request{Model: "llama-3.1-8b", Messages: []router.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}}
+	}
+	spread := map[int]bool{}
+	for i := range 64 {
+		want := pick(t, p, chat("one system prompt", head(i)+"tail one"), s).Index
+		spread[want] = true
+		for _, r := range []*router.Request{
+			chat("another system prompt", head(i)+"a different tail"),
+			{Model: "llama-3.1-8b", Prompt: head(i) + "as a completion"},
+		} {
+			if got := pick(t, p, r, s).Index; got != want {
+				t.Fatalf("key %d: a request sharing the first 100 bytes went to %d, not %d", i, got, want)
+			}
+		}
+	}
+	if len(spread) < 6 {
+		t.Fatalf("64 different first messages landed on only %d of 8 endpoints", len(spread))
+	}
+	if _, err := router.Builtin().New("chwbl", map[string]any{"prefix_char_length": -1}, 1); err == nil {
+		t.Error("prefix_char_length -1 accepted")
+	}
+}
