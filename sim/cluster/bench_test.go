@@ -14,15 +14,17 @@ import (
 // BenchmarkSimulate runs an 8-replica H100 Llama-3.1-8B fleet on ShareGPT-like traffic and
 // reports simulated requests per wall-clock second and simulated seconds per wall-clock
 // second. Workloads: single-turn (synthetic-chat cut to one turn: ShareGPT's message-length
-// distributions, as `vllm bench serve` samples the dataset) and multi-turn (whole
-// synthetic-chat conversations, each turn re-sending the history); policies: round-robin
-// (the simulator's own cost) and prefix-score (GIE's index in the loop).
+// distributions, as `vllm bench serve` samples the dataset) at 40 and 100 requests/s, and
+// multi-turn (whole synthetic-chat conversations, each turn re-sending the history; 40 new
+// sessions/s, ~104 requests/s); policies: round-robin (the simulator's own cost) and
+// prefix-score (GIE's index in the loop). Requests/s and sim-s/wall-s are tied by the load:
+// their ratio is the simulated request rate.
 func BenchmarkSimulate(b *testing.B) {
 	for _, wl := range []struct {
 		name  string
 		turns int
 		rate  float64
-	}{{"single-turn", 1, 40}, {"multi-turn", 0, 40}} {
+	}{{"single-turn/40rps", 1, 40}, {"single-turn/100rps", 1, 100}, {"multi-turn/40sps", 0, 40}} {
 		for _, policy := range []string{"round-robin", "prefix-score"} {
 			b.Run(fmt.Sprintf("%s/%s", wl.name, policy), func(b *testing.B) {
 				w := workloads.Config{
