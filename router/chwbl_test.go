@@ -72,7 +72,9 @@ func TestCHWBLKeyIsSystemPromptAndFirstUserMessages(t *testing.T) {
 func TestCHWBLPrefixCharLengthKey(t *testing.T) {
 	p := mustNew(t, "chwbl", map[string]any{"prefix_char_length": 100, "virtual_nodes_per_replica": 256})
 	s := snap(0, 0, 0, 0, 0, 0, 0, 0)
-	head := func(i int) string { return string(rune('A'+i%26)) + string(rune('a'+i/26)) + " " + string(make([]byte, 97)) }
+	head := func(i int) string {
+		return string(rune('A'+i%26)) + string(rune('a'+i/26)) + " " + string(make([]byte, 97))
+	}
 	chat := func(system, user string) *router.Request {
 		return &router.Request{Model: "llama-3.1-8b", Messages: []router.Message{{Role: "system", Content: system}, {Role: "user", Content: user}}}
 	}
