@@ -48,6 +48,7 @@ type gpuSpec struct {
 	Base                string      `json:"base,omitempty"`
 	Aliases             []string    `json:"aliases,omitempty"`
 	PeakTFLOPS          *float64    `json:"peak_tflops,omitempty"`
+	PeakFP8TFLOPS       *float64    `json:"peak_fp8_tflops,omitempty"`
 	MemoryGiB           *float64    `json:"memory_gib,omitempty"`
 	MemoryBandwidthTBps *float64    `json:"memory_bandwidth_tbps,omitempty"`
 	LinkBandwidthGBps   *float64    `json:"link_bandwidth_gbps,omitempty"`
@@ -76,6 +77,7 @@ type modelSpec struct {
 	Vocab          *int     `json:"vocab,omitempty"`
 	Params         *int64   `json:"params,omitempty"`
 	DTypeBytes     *int     `json:"dtype_bytes,omitempty"`
+	Quantization   *string  `json:"quantization,omitempty"`
 	TiedEmbeddings *bool    `json:"tied_embeddings,omitempty"`
 }
 
@@ -315,6 +317,7 @@ func (s gpuSpec) build(c Catalog) (GPU, error) {
 	}
 	g.Name, g.Aliases = s.Name, s.Aliases
 	setScaled(&g.PeakFLOPS, s.PeakTFLOPS, 1e12)
+	setScaled(&g.PeakFP8FLOPS, s.PeakFP8TFLOPS, 1e12)
 	setScaled(&g.MemoryBandwidth, s.MemoryBandwidthTBps, 1e12)
 	setScaled(&g.LinkBandwidth, s.LinkBandwidthGBps, 1e9)
 	if s.MemoryGiB != nil {
@@ -388,6 +391,13 @@ func (s modelSpec) build(c Catalog) (Model, error) {
 	if s.TiedEmbeddings != nil {
 		m.TiedEmbeddings = *s.TiedEmbeddings
 	}
+	if s.Quantization != nil {
+		q, err := ParseQuantization(*s.Quantization)
+		if err != nil {
+			return Model{}, fmt.Errorf("quantization: %w", err)
+		}
+		m.Quantization = q
+	}
 	return m, nil
 }
 
@@ -406,6 +416,7 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 		f.GPUs = append(f.GPUs, gpuSpec{
 			Name: g.Name, Aliases: g.Aliases,
 			PeakTFLOPS:          ptr(g.PeakFLOPS / 1e12),
+			PeakFP8TFLOPS:       ptr(g.PeakFP8FLOPS / 1e12),
 			MemoryGiB:           ptr(float64(g.MemoryBytes) / GiB),
 			MemoryBandwidthTBps: ptr(g.MemoryBandwidth / 1e12),
 			LinkBandwidthGBps:   ptr(g.LinkBandwidth / 1e9),
@@ -423,6 +434,11 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 			HeadDim: ptr(m.HeadDim), Intermediate: ptr(m.Intermediate), Vocab: ptr(m.Vocab),
 			Params: ptr(m.Params), DTypeBytes: ptr(m.DTypeBytes), TiedEmbeddings: ptr(m.TiedEmbeddings),
 		})
+	}
+	for i, m := range c.models[min(c.builtinModels, len(c.models)):] {
+		if m.Quantization != QuantNone {
+			f.Models[i].Quantization = ptr(string(m.Quantization))
+		}
 	}
 	b, err := json.MarshalIndent(f, "", "  ")
 	if err != nil {

@@ -37,11 +37,11 @@ func TestLoadCatalogExample(t *testing.T) {
 	if !gpuEqual(tuned, want) {
 		t.Errorf("base override:\n got %+v\nwant %+v", tuned, want)
 	}
-	fp8, err := c.Model("neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8")
+	fp8, err := c.Model("RedHatAI/Qwen2.5-7B-Instruct-FP8-dynamic")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fp8.DTypeBytes != 1 || fp8.Layers != 32 || fp8.Params != Llama31x8B().Params {
+	if fp8.Quantization != QuantFP8 || fp8.DTypeBytes != 2 || fp8.Layers != 28 || fp8.Params != Qwen25x7B().Params {
 		t.Errorf("FP8 model = %+v", fp8)
 	}
 	if _, err := c.Model("qwen2.5-0.5b"); err != nil {
@@ -81,6 +81,9 @@ func TestLoadCatalogErrors(t *testing.T) {
 		{"unknown base", `{"models": [{"name": "m", "base": "gpt-5"}]}`, 1, "base", ErrUnknownModel},
 		{"bad model shape", `{"models": [{"name": "m", "base": "Llama-3.1-8B", "kv_heads": 5}]}`, 1,
 			"must be a multiple of kv_heads", nil},
+		{"unknown quantization", `{"models": [{"name": "m", "base": "Llama-3.1-8B", "quantization": "int3"}]}`, 1,
+			`unknown quantization "int3"`, nil},
+		{"negative fp8 peak", `{"gpus": [{"name": "g", "base": "L4", "peak_fp8_tflops": -1}]}`, 1, "peak FP8 FLOP/s", nil},
 		{"empty alias", `{"models": [{"name": "m", "base": "Llama-3.1-8B", "aliases": [""]}]}`, 1, "aliases must not be empty", nil},
 		{"gpus not an array", `{"gpus": {}}`, 1, "must be an array", nil},
 		{"syntax error line", "{\"gpus\": [\n\n{\"name\": ,}]}", 3, "invalid character", nil},

@@ -61,6 +61,9 @@ type Deployment struct {
 	Model Model
 	// TP is the tensor-parallel size (GPUs per replica), at least 1.
 	TP int
+	// Quantization is the weights' quantization (vLLM's --quantization); DefaultDeployment
+	// takes the model's.
+	Quantization Quantization
 	// MemoryUtilization is vLLM's gpu_memory_utilization, in (0, 1].
 	MemoryUtilization float64
 	// BlockSize is the KV block size in tokens.
@@ -82,14 +85,15 @@ type Deployment struct {
 }
 
 // DefaultDeployment returns a replica of m on tp GPUs of type g with vLLM's
-// defaults: memory utilization 0.9, 16-token blocks, KV in the model's dtype,
+// defaults: the model's quantization, memory utilization 0.9, 16-token blocks,
+// KV in the model's (unquantized) dtype (kv_cache_dtype=auto),
 // the per-GPU batch limits of DefaultMaxNumBatchedTokens and DefaultMaxNumSeqs,
 // an activation reserve from EstimateActivationReserve, non-torch memory from
 // DefaultNonTorchBytes and DefaultOverheads. Call Validate before use.
 func DefaultDeployment(g GPU, m Model, tp int) Deployment {
 	tokens, seqs := DefaultMaxNumBatchedTokens(g), DefaultMaxNumSeqs(g)
 	return Deployment{
-		GPU: g, Model: m, TP: tp,
+		GPU: g, Model: m, TP: tp, Quantization: m.Quantization,
 		MemoryUtilization:      DefaultMemoryUtilization,
 		BlockSize:              DefaultBlockSize,
 		KVDTypeBytes:           m.DTypeBytes,
@@ -158,7 +162,7 @@ func EstimateActivationReserve(m Model, tp, maxNumBatchedTokens, maxNumSeqs int)
 // Validate reports every problem with d, joined, or nil. A deployment whose
 // weights leave no room for a KV block fails with an error wrapping ErrDoesNotFit.
 func (d Deployment) Validate() error {
-	errs := []error{d.GPU.Validate(), d.Model.Validate(), d.Overheads.Validate()}
+	errs := []error{d.GPU.Validate(), d.Model.Validate(), d.Overheads.Validate(), d.Quantization.Validate()}
 	if d.TP < 1 {
 		errs = append(errs, fmt.Errorf("gpumodel: tp must be at least 1, got %d", d.TP))
 	} else if d.Model.Heads > 0 && d.Model.KVHeads > 0 {
@@ -200,9 +204,10 @@ func (d Deployment) Validate() error {
 }
 
 // WeightBytesPerGPU returns the bytes of weights each GPU holds: all
-// parameters, embeddings included, split evenly over TP.
+// parameters, embeddings included, split evenly over TP; the linear weights
+// take one byte each under QuantFP8.
 func (d Deployment) WeightBytesPerGPU() int64 {
-	return d.Model.WeightBytes() / int64(max(d.TP, 1))
+	return quantizedWeightBytes(d.Model, d.Quantization) / int64(max(d.TP, 1))
 }
 
 // KVHeadsPerGPU returns the KV heads each GPU stores: KVHeads/TP, or one

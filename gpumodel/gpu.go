@@ -19,6 +19,10 @@ type GPU struct {
 	Aliases []string
 	// PeakFLOPS is the dense (no sparsity) BF16 tensor-core peak in FLOP/s.
 	PeakFLOPS float64
+	// PeakFP8FLOPS is the dense FP8 tensor-core peak in FLOP/s, which the linear layers of
+	// an FP8-quantized model reach; 0 when the GPU has no FP8 tensor cores (Ampere), where
+	// FP8 weights are multiplied at the BF16 peak.
+	PeakFP8FLOPS float64
 	// MemoryBytes is the device memory CUDA reports as total, in bytes. vLLM
 	// multiplies this (its logged total_gpu_memory) by gpu_memory_utilization,
 	// so it is a little below the marketed capacity.
@@ -79,6 +83,9 @@ func (g GPU) Validate() error {
 		}
 	}
 	pos("peak FLOP/s", g.PeakFLOPS)
+	if !(g.PeakFP8FLOPS >= 0) || math.IsInf(g.PeakFP8FLOPS, 0) {
+		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: peak FP8 FLOP/s must be zero (none) or positive and finite, got %v", g.Name, g.PeakFP8FLOPS))
+	}
 	pos("memory bytes", float64(g.MemoryBytes))
 	pos("memory bandwidth", g.MemoryBandwidth)
 	pos("link bandwidth", g.LinkBandwidth)
@@ -97,6 +104,10 @@ func (g GPU) Validate() error {
 //     hardware_config.json, and https://itkb.uw.cz/2026/06/nvidia-h200-vs-b300-precisions-cores.html
 //     for H200. L40S: BLIS hardware_config.json (362.05 TFLOPS, 0.864 TB/s). L4: NVIDIA
 //     spec sheet as used in shared/reference/published-scenarios.md §3 (121 TFLOPS, 0.30 TB/s).
+//   - Peak FP8 dense FLOP/s: twice the BF16 peak on Hopper and Ada, as NVIDIA's datasheets give
+//     it (with sparsity: H100/H200 SXM 3,958, L40S 1,466, L4 485 TFLOPS; dense is half;
+//     simulators.md §6.1 and BLIS's TFlopsFP8 1979 for H100; published-scenarios.md §3 for L4).
+//     Ampere has no FP8 tensor cores.
 //   - MemoryBytes: CUDA-visible totals as vLLM logs them ("total_gpu_memory (79.15GiB)",
 //     "(39.49GiB)", "(139.81GiB)", "(44.39GiB)", "(22.06GiB)" in public vLLM logs; 80 GB
 //     parts log 79.1–79.2 GiB, e.g. 79.22 GiB in vllm-project/vllm PR #10511).
@@ -152,13 +163,14 @@ func A100SXM80GB() GPU {
 	}
 }
 
-// H100SXM80GB returns the NVIDIA H100 SXM5 80 GB: 989.4 TFLOP/s BF16, 80 GB HBM3 at
+// H100SXM80GB returns the NVIDIA H100 SXM5 80 GB: 989.4 TFLOP/s BF16 (1,978.9 FP8), 80 GB HBM3 at
 // 3.35 TB/s, NVLink 4.
 func H100SXM80GB() GPU {
 	return GPU{
 		Name:            "H100-SXM-80GB",
 		Aliases:         []string{"h100", "h100-80gb", "h100-sxm", "h100-sxm5-80gb"},
 		PeakFLOPS:       989.4e12,
+		PeakFP8FLOPS:    1978.9e12,
 		MemoryBytes:     gib(79.22),
 		MemoryBandwidth: 3.35e12,
 		LinkBandwidth:   450e9,
@@ -168,12 +180,13 @@ func H100SXM80GB() GPU {
 }
 
 // H200SXM141GB returns the NVIDIA H200 SXM 141 GB: the H100 compute die (≈989 TFLOP/s
-// BF16) with 141 GB HBM3e at 4.8 TB/s, NVLink 4.
+// BF16, 1,979 FP8) with 141 GB HBM3e at 4.8 TB/s, NVLink 4.
 func H200SXM141GB() GPU {
 	return GPU{
 		Name:            "H200-SXM-141GB",
 		Aliases:         []string{"h200", "h200-sxm", "h200-141gb"},
 		PeakFLOPS:       989.4e12,
+		PeakFP8FLOPS:    1978.9e12,
 		MemoryBytes:     gib(139.81),
 		MemoryBandwidth: 4.8e12,
 		LinkBandwidth:   450e9,
@@ -182,12 +195,13 @@ func H200SXM141GB() GPU {
 	}
 }
 
-// L40S returns the NVIDIA L40S: 362 TFLOP/s BF16, 48 GB GDDR6 at 0.864 TB/s, PCIe Gen4.
+// L40S returns the NVIDIA L40S: 362 TFLOP/s BF16 (733 FP8), 48 GB GDDR6 at 0.864 TB/s, PCIe Gen4.
 func L40S() GPU {
 	return GPU{
 		Name:            "L40S",
 		Aliases:         []string{"l40s-48gb"},
 		PeakFLOPS:       362.05e12,
+		PeakFP8FLOPS:    733e12,
 		MemoryBytes:     gib(44.39),
 		MemoryBandwidth: 0.864e12,
 		LinkBandwidth:   32e9,
@@ -196,12 +210,13 @@ func L40S() GPU {
 	}
 }
 
-// L4 returns the NVIDIA L4: 121 TFLOP/s BF16, 24 GB GDDR6 at 0.30 TB/s, PCIe Gen4.
+// L4 returns the NVIDIA L4: 121 TFLOP/s BF16 (242.5 FP8), 24 GB GDDR6 at 0.30 TB/s, PCIe Gen4.
 func L4() GPU {
 	return GPU{
 		Name:            "L4",
 		Aliases:         []string{"l4-24gb"},
 		PeakFLOPS:       121e12,
+		PeakFP8FLOPS:    242.5e12,
 		MemoryBytes:     gib(22.06),
 		MemoryBandwidth: 0.300e12,
 		LinkBandwidth:   32e9,

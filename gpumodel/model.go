@@ -29,8 +29,12 @@ type Model struct {
 	Vocab int
 	// Params is the total parameter count, embeddings included.
 	Params int64
-	// DTypeBytes is the size in bytes of one weight and one KV element (2 for BF16).
+	// DTypeBytes is the size in bytes of one unquantized weight, activation and KV element
+	// (2 for BF16).
 	DTypeBytes int
+	// Quantization is the checkpoint's weight quantization (QuantNone or QuantFP8);
+	// DefaultDeployment copies it into Deployment.Quantization.
+	Quantization Quantization
 	// TiedEmbeddings is true when the output projection reuses the input
 	// embedding table.
 	TiedEmbeddings bool
@@ -61,6 +65,9 @@ func (m Model) Validate() error {
 	if m.Layers > maxLayers || m.DTypeBytes > 8 || m.Params > maxParams {
 		errs = append(errs, fmt.Errorf("gpumodel: model %q: layers (%d), dtype_bytes (%d) or params (%d) above the limits %d, 8, %d",
 			m.Name, m.Layers, m.DTypeBytes, m.Params, maxLayers, maxParams))
+	}
+	if err := m.Quantization.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("gpumodel: model %q: %w", m.Name, err))
 	}
 	if m.KVHeads > m.Heads || m.Heads%m.KVHeads != 0 {
 		errs = append(errs, fmt.Errorf("gpumodel: model %q: heads (%d) must be a multiple of kv_heads (%d)", m.Name, m.Heads, m.KVHeads))
@@ -115,9 +122,10 @@ func (m Model) KVBytesPerToken() int64 {
 	return 2 * int64(m.Layers) * int64(m.KVHeads) * int64(m.HeadDim) * int64(m.DTypeBytes)
 }
 
-// WeightBytes returns the bytes all of the model's parameters occupy.
+// WeightBytes returns the bytes all of the model's parameters occupy: DTypeBytes each, except
+// the linear weights of an FP8 model (Quantization), which take one byte.
 func (m Model) WeightBytes() int64 {
-	return m.Params * int64(m.DTypeBytes)
+	return quantizedWeightBytes(m, m.Quantization)
 }
 
 // Sources for the presets below: the Hugging Face config.json of each model (the same

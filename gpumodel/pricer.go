@@ -28,6 +28,11 @@ import (
 // what makes measured decode steps grow with batch size (Splitwise: +19% from
 // batch 1 to 16 on A100). Since √(C² + M²) ≥ max(C, M) and each efficiency is
 // at most 1, StepTime is never below FLOPFloor or MemoryFloor.
+//
+// For an FP8 model (Deployment.Quantization) the linear FLOPs (the 2·W terms)
+// run at the GPU's FP8 peak when it has one (PeakFP8FLOPS), with the same
+// MFUs, and the streamed weights count one byte per linear parameter;
+// attention and the LM head stay at the BF16 peak.
 type Pricer struct {
 	linFLOPsPerToken float64 // 2 × layers × matmul params / TP
 	attnFLOPsPerPair float64 // 4 × layers × heads/TP × head dim
@@ -40,6 +45,7 @@ type Pricer struct {
 	invPeak, invBW    float64 // for the floors
 	secPerPrefillFLOP float64
 	secPerDecodeFLOP  float64
+	linSpeedup        float64 // linear-layer peak / BF16 peak: 2 for FP8 on Hopper and Ada, else 1
 	secPerByte        float64
 	arFixed           float64 // all-reduce latency per step, seconds
 	arPerToken        float64 // all-reduce transfer per token, seconds
@@ -56,23 +62,25 @@ func NewPricer(d Deployment) (*Pricer, error) {
 	tp := float64(d.TP)
 	layers := float64(m.Layers)
 	matmul := float64(m.LayerMatmulParams()) / tp
-	streamed := m.Params // the input embedding is gathered, not streamed, unless tied
+	streamed := quantizedWeightBytes(m, d.Quantization) // the input embedding is gathered, not streamed, unless tied
 	if !m.TiedEmbeddings {
-		streamed -= int64(m.Vocab) * int64(m.Hidden)
+		streamed -= int64(m.Vocab) * int64(m.Hidden) * int64(m.DTypeBytes)
 	}
+	linPeak := linearPeakFLOPS(g, d.Quantization)
 	p := &Pricer{
 		linFLOPsPerToken: 2 * layers * matmul,
 		attnFLOPsPerPair: 4 * layers * float64(m.Heads) / tp * float64(m.HeadDim),
 		logitFLOPs:       2 * float64(m.Hidden) * float64(m.Vocab) / tp,
-		weightBytes:      float64(streamed) * float64(m.DTypeBytes) / tp,
+		weightBytes:      float64(streamed) / tp,
 		kvBytesPerToken:  float64(d.KVBytesPerTokenPerGPU()),
-		layerWeightBytes: matmul * float64(m.DTypeBytes),
+		layerWeightBytes: matmul * float64(linearBytes(m, d.Quantization)),
 		layerFLOPs:       2 * matmul,
 
 		invPeak:           1 / g.PeakFLOPS,
 		invBW:             1 / g.MemoryBandwidth,
 		secPerPrefillFLOP: 1 / (g.PeakFLOPS * e.PrefillMFU),
 		secPerDecodeFLOP:  1 / (g.PeakFLOPS * e.DecodeMFU),
+		linSpeedup:        linPeak / g.PeakFLOPS,
 		secPerByte:        1 / (g.MemoryBandwidth * e.Memory),
 		overheadFixed:     d.Overheads.PerStep.Seconds() + layers*d.Overheads.PerLayer.Seconds(),
 		overheadPerReq:    d.Overheads.PerRequest.Seconds(),
@@ -98,9 +106,14 @@ func StepTime(d Deployment, s Step) (time.Duration, error) {
 	return p.StepTime(s), nil
 }
 
-// work holds the FLOPs and bytes of one step, per GPU.
+// work holds the FLOPs and bytes of one step, per GPU. The *FLOPs fields count
+// every FLOP; the *BF16 fields are the same work in BF16-peak equivalents, the
+// linear layers' FLOPs divided by their speed-up (FP8), so that dividing them
+// by a BF16 rate prices each part at its own peak.
 type work struct {
-	prefillFLOPs, decodeFLOPs, bytes, tokens, requests float64
+	prefillFLOPs, decodeFLOPs float64
+	prefillBF16, decodeBF16   float64
+	bytes, tokens, requests   float64
 }
 
 func nonneg(v int64) float64 { return float64(max(v, 0)) }
@@ -109,9 +122,14 @@ func (p *Pricer) work(s Step) work {
 	pf, dec := nonneg(s.PrefillTokens), nonneg(int64(s.DecodeSeqs))
 	chunks := nonneg(int64(s.PrefillChunks))
 	kvTokens := nonneg(s.PrefillContext) + nonneg(s.DecodeContext) + pf + dec // read + written
+	pfLin, decLin := p.linFLOPsPerToken*pf, p.linFLOPsPerToken*dec
+	pfRest := p.attnFLOPsPerPair*nonneg(s.PrefillPairs) + p.logitFLOPs*chunks
+	decRest := p.logitFLOPs*dec + p.attnFLOPsPerPair*(nonneg(s.DecodeContext)+dec)
 	return work{
-		prefillFLOPs: p.linFLOPsPerToken*pf + p.attnFLOPsPerPair*nonneg(s.PrefillPairs) + p.logitFLOPs*chunks,
-		decodeFLOPs:  (p.linFLOPsPerToken+p.logitFLOPs)*dec + p.attnFLOPsPerPair*(nonneg(s.DecodeContext)+dec),
+		prefillFLOPs: pfLin + pfRest,
+		decodeFLOPs:  decLin + decRest,
+		prefillBF16:  pfLin/p.linSpeedup + pfRest,
+		decodeBF16:   decLin/p.linSpeedup + decRest,
 		bytes:        p.weightBytes + p.kvBytesPerToken*kvTokens,
 		tokens:       pf + dec,
 		requests:     chunks + dec,
@@ -121,9 +139,9 @@ func (p *Pricer) work(s Step) work {
 // parts returns, in seconds, the roofline GPU time, the all-reduce time and
 // the fixed overheads of s.
 func (p *Pricer) parts(w work) (compute, memory, decode, comm, overhead float64) {
-	compute = w.prefillFLOPs * p.secPerPrefillFLOP
+	compute = w.prefillBF16 * p.secPerPrefillFLOP
 	memory = w.bytes * p.secPerByte
-	decode = w.decodeFLOPs * p.secPerDecodeFLOP
+	decode = w.decodeBF16 * p.secPerDecodeFLOP
 	comm = p.arFixed + p.arPerToken*w.tokens
 	overhead = p.overheadFixed + p.overheadPerReq*w.requests
 	return compute, memory, decode, comm, overhead
@@ -179,14 +197,15 @@ func (p *Pricer) Breakdown(s Step) Breakdown {
 	}
 }
 
-// FLOPFloor returns the time s would take if every FLOP ran at the GPU's peak:
-// no step can be faster. It is rounded down to the nanosecond.
+// FLOPFloor returns the time s would take if every FLOP ran at the GPU's peak
+// for its precision (the FP8 peak for an FP8 model's linear layers): no step
+// can be faster. It is rounded down to the nanosecond.
 func (p *Pricer) FLOPFloor(s Step) time.Duration {
 	w := p.work(s)
 	if w.tokens == 0 {
 		return 0
 	}
-	return floorDuration((w.prefillFLOPs + w.decodeFLOPs) * p.invPeak)
+	return floorDuration((w.prefillBF16 + w.decodeBF16) * p.invPeak)
 }
 
 // MemoryFloor returns the time s would take to move its weights and KV cache
@@ -204,7 +223,7 @@ func (p *Pricer) MemoryFloor(s Step) time.Duration {
 // multiplies over tokens prefill tokens, without attention, all-reduce or
 // overheads: the quantity per-operator profilers such as Vidur report.
 func (p *Pricer) layerLinearSeconds(tokens int) float64 {
-	compute := p.layerFLOPs * float64(tokens) * p.secPerPrefillFLOP
+	compute := p.layerFLOPs * float64(tokens) / p.linSpeedup * p.secPerPrefillFLOP
 	return roofline(compute, p.layerWeightBytes*p.secPerByte)
 }
 

@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kvroute/gpumodel"
 )
 
 const base = `name: t
@@ -115,12 +117,12 @@ func TestUserCatalog(t *testing.T) {
 	if err := os.WriteFile(cat, []byte(`gpus:
   - {name: H100-tuned, base: H100-SXM-80GB, efficiency: {prefill_mfu: 0.6}}
 models:
-  - {name: Llama-3.1-8B-FP8, base: Llama-3.1-8B, dtype_bytes: 1}
+  - {name: Qwen2.5-7B-FP8, base: Qwen2.5-7B, quantization: fp8}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	src := strings.Replace(base, "seed: 3", "seed: 3\ncatalog: "+cat, 1)
-	src = strings.Replace(src, "gpu: H100-SXM-80GB, model: llama-3.1-8b", "gpu: h100-tuned, model: llama-3.1-8b-fp8", 1)
+	src = strings.Replace(src, "gpu: H100-SXM-80GB, model: llama-3.1-8b", "gpu: h100-tuned, model: qwen2.5-7b-fp8", 1)
 	points, err := Parse([]byte(src), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -130,13 +132,62 @@ models:
 		t.Fatal(err)
 	}
 	d := reps[0].Deployment
-	if d.GPU.Efficiency.PrefillMFU != 0.6 || d.Model.DTypeBytes != 1 {
-		t.Fatalf("fleet built from %s / %s, MFU %v, dtype %d bytes", d.GPU.Name, d.Model.Name, d.GPU.Efficiency.PrefillMFU, d.Model.DTypeBytes)
+	if d.GPU.Efficiency.PrefillMFU != 0.6 || d.Quantization != gpumodel.QuantFP8 || d.KVDTypeBytes != 2 {
+		t.Fatalf("fleet built from %s / %s, MFU %v, quantization %q, KV dtype %d bytes",
+			d.GPU.Name, d.Model.Name, d.GPU.Efficiency.PrefillMFU, d.Quantization, d.KVDTypeBytes)
 	}
 	if err := os.WriteFile(cat, []byte("gpus:\n  - {name: Broken, peak_tflops: -1}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Parse([]byte(src), "t.yaml"); err == nil || !strings.Contains(err.Error(), cat) || !strings.Contains(err.Error(), "Broken") {
 		t.Fatalf("broken catalog: %v", err)
+	}
+}
+
+// TestFleetEngineArgs checks that the fleet's vLLM arguments reach the deployment, and that a
+// bad one is an error naming its field.
+func TestFleetEngineArgs(t *testing.T) {
+	fleet := "fleet: {replicas: 2, gpu: H100-SXM-80GB, model: llama-3.1-8b, tp: 1}"
+	tests := []struct {
+		name    string
+		args    string
+		check   func(d gpumodel.Deployment) bool
+		wantErr string
+	}{
+		{"defaults", "", func(d gpumodel.Deployment) bool {
+			return d.Quantization == gpumodel.QuantNone && d.KVDTypeBytes == 2 && d.MaxNumBatchedTokens == 8192
+		}, ""},
+		{"fp8 weights and cache", ", quantization: fp8, kv_cache_dtype: fp8", func(d gpumodel.Deployment) bool {
+			return d.Quantization == gpumodel.QuantFP8 && d.KVDTypeBytes == 1
+		}, ""},
+		{"batch limits move the activation reserve", ", max_num_batched_tokens: 16384, max_num_seqs: 256", func(d gpumodel.Deployment) bool {
+			return d.MaxNumBatchedTokens == 16384 && d.MaxNumSeqs == 256 &&
+				d.ActivationReserveBytes == gpumodel.EstimateActivationReserve(d.Model, 1, 16384, 256)
+		}, ""},
+		{"bad quantization", ", quantization: int3", nil, "fleet.quantization"},
+		{"bad kv dtype", ", kv_cache_dtype: fp4", nil, "fleet.kv_cache_dtype"},
+		{"negative batch", ", max_num_batched_tokens: -1", nil, "max_num_batched_tokens"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(base, fleet, strings.TrimSuffix(fleet, "}")+tc.args+"}", 1)
+			points, err := Parse([]byte(src), "t.yaml")
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("Parse error %v, want one naming %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			reps, err := points[0].fleet()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d := reps[0].Deployment; !tc.check(d) {
+				t.Errorf("deployment %+v does not carry %q", d, tc.args)
+			}
+		})
 	}
 }

@@ -3,8 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"kvroute/gpumodel"
+	"kvroute/internal/sweep"
 	"kvroute/router"
 	"kvroute/sim/cluster"
 	"kvroute/sim/engine"
@@ -56,9 +58,9 @@ func (p Point) fleet() ([]engine.Config, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	d := gpumodel.DefaultDeployment(g, m, tp)
-	if f.MemoryUtilization > 0 {
-		d.MemoryUtilization = f.MemoryUtilization
+	d, err := deployment(f, g, m, tp)
+	if err != nil {
+		return nil, err
 	}
 	if err := d.Validate(); err != nil {
 		return nil, fmt.Errorf("fleet: %w", err)
@@ -71,6 +73,43 @@ func (p Point) fleet() ([]engine.Config, error) {
 		out[i] = engine.Config{Deployment: d, NumBlocks: f.NumBlocks}
 	}
 	return out, nil
+}
+
+// deployment is vLLM's default replica of m on tp GPUs g with the fleet's engine arguments
+// applied: gpu_memory_utilization, quantization, kv_cache_dtype, max_num_batched_tokens and
+// max_num_seqs. The activation reserve follows the batch limits, as vLLM's profiling run does.
+func deployment(f sweep.FleetConfig, g gpumodel.GPU, m gpumodel.Model, tp int) (gpumodel.Deployment, error) {
+	var errs []error
+	d := gpumodel.DefaultDeployment(g, m, tp)
+	if f.MemoryUtilization > 0 {
+		d.MemoryUtilization = f.MemoryUtilization
+	}
+	if f.Quantization != "" {
+		q, err := gpumodel.ParseQuantization(f.Quantization)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("fleet.quantization: %w", err))
+		}
+		d.Quantization = q
+	}
+	switch strings.ToLower(strings.TrimSpace(f.KVCacheDType)) {
+	case "", "auto":
+	case "fp8", "fp8_e4m3", "fp8_e5m2":
+		d.KVDTypeBytes = 1
+	default:
+		errs = append(errs, fmt.Errorf("fleet.kv_cache_dtype %q: want auto or fp8", f.KVCacheDType))
+	}
+	if f.MaxNumBatchedTokens < 0 || f.MaxNumSeqs < 0 {
+		errs = append(errs, fmt.Errorf("fleet: max_num_batched_tokens (%d) and max_num_seqs (%d) must be >= 0",
+			f.MaxNumBatchedTokens, f.MaxNumSeqs))
+	}
+	if f.MaxNumBatchedTokens > 0 {
+		d.MaxNumBatchedTokens = f.MaxNumBatchedTokens
+	}
+	if f.MaxNumSeqs > 0 {
+		d.MaxNumSeqs = f.MaxNumSeqs
+	}
+	d.ActivationReserveBytes = gpumodel.EstimateActivationReserve(m, tp, d.MaxNumBatchedTokens, d.MaxNumSeqs)
+	return d, errors.Join(errs...)
 }
 
 // clusterConfig is the point's cluster configuration.

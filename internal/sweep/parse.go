@@ -43,6 +43,14 @@ type FleetConfig struct {
 	NumBlocks int `yaml:"num_blocks,omitempty"`
 	// MemoryUtilization is vLLM's gpu_memory_utilization (0: 0.9).
 	MemoryUtilization float64 `yaml:"gpu_memory_utilization,omitempty"`
+	// Quantization is vLLM's --quantization: fp8, or none (empty: the model's own).
+	Quantization string `yaml:"quantization,omitempty"`
+	// KVCacheDType is vLLM's --kv-cache-dtype: auto (empty: the model's dtype) or fp8.
+	KVCacheDType string `yaml:"kv_cache_dtype,omitempty"`
+	// MaxNumBatchedTokens is vLLM's --max-num-batched-tokens (0: vLLM's default for the GPU).
+	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens,omitempty"`
+	// MaxNumSeqs is vLLM's --max-num-seqs (0: vLLM's default for the GPU).
+	MaxNumSeqs int `yaml:"max_num_seqs,omitempty"`
 }
 
 // RouterConfig is the router's view of the fleet.
