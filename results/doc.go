@@ -8,6 +8,12 @@
 // log-bucketed histograms (0.5% relative error) and per-tenant service in a bounded number of
 // time buckets, so memory does not grow with the number of requests.
 //
+// A run whose arrivals came in load stages (a QPS ladder) also carries Run.Stages, one
+// summary per stage of the requests that arrived in it (a StageCollector folds them), and
+// Run.StageMean, their unweighted mean without warm-up stages, as llm-d reports a ladder;
+// summary.json holds both ("stages", "stage_mean"), report.md a Stages table, and
+// WriteStageTable prints it.
+//
 // WriteDir writes summary.json, series.json, summary.csv, report.md (tables, a "which policy
 // wins" verdict per load level, and PNG plots beside it) and config.yaml; RequestsCSV
 // streams requests.csv as requests complete; WriteTable prints a terminal table; ReadSummary

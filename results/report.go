@@ -22,6 +22,7 @@ func buildReport(runs []Run, plan []groupPlan, figs []figure) ([]byte, error) {
 	crit := usedCriteria(runs)
 	writeVerdict(&b, plan, crit)
 	writeRunsTable(&b, plan, crit[len(crit)-1].title == "best goodput")
+	writeStagesSection(&b, runs)
 	for gi := range plan {
 		writeGroup(&b, &plan[gi], figs)
 	}

@@ -26,6 +26,11 @@ type Run struct {
 	RequestRate float64 `json:"request_rate"`
 	// Labels are free-form tags, such as "short" or "full".
 	Labels []string `json:"labels,omitempty"`
+	// Stages holds one summary per load stage when the run's arrivals came in stages, in
+	// stage order; StageMean is their unweighted mean (MeanOverStages). Both are absent
+	// otherwise.
+	Stages    []Stage    `json:"stages,omitempty"`
+	StageMean *StageMean `json:"stage_mean,omitempty"`
 	// Series holds what the plots need. It is stored in series.json, not summary.json, and
 	// may be nil.
 	Series *Series `json:"-"`

@@ -6,9 +6,10 @@ import (
 	"time"
 )
 
-// arrivals generates session start times, non-decreasing, forever.
+// arrivals generates session start times, non-decreasing, until it reports arrivalOver;
+// arrivalWait means none yet (a draining stage, until its requests finish).
 type arrivals interface {
-	next() time.Duration
+	next() (time.Duration, arrivalState)
 }
 
 // processArrivals accumulates inter-arrival gaps in float seconds (to avoid rounding drift).
@@ -23,6 +24,9 @@ type processArrivals struct {
 // newArrivals returns the generator of a resolved, non-trace process. normalizeN > 0 with
 // a.Normalize rescales the first normalizeN arrivals so the last lands on normalizeN/rate.
 func newArrivals(a ArrivalConfig, r *rand.Rand, normalizeN int) arrivals {
+	if len(a.Stages) > 0 {
+		return newStagedArrivals(a, r)
+	}
 	p := &processArrivals{r: r, a: a}
 	if a.Normalize && normalizeN > 0 {
 		p.ahead = make([]float64, normalizeN)
@@ -43,26 +47,17 @@ func newArrivals(a ArrivalConfig, r *rand.Rand, normalizeN int) arrivals {
 
 // gap draws one inter-arrival time in seconds.
 func (p *processArrivals) gap() float64 {
-	switch p.a.Process {
-	case ProcessPoisson:
-		return p.r.ExpFloat64() / p.a.Rate
-	case ProcessGamma:
-		b := p.a.Burstiness
-		return sampleGamma(p.r, b) / (p.a.Rate * b)
-	case ProcessConstant:
-		return 1 / p.a.Rate
-	}
-	return 0 // immediate
+	return drawGap(p.r, p.a.Process, p.a.Rate, p.a.Burstiness)
 }
 
-func (p *processArrivals) next() time.Duration {
+func (p *processArrivals) next() (time.Duration, arrivalState) {
 	if len(p.ahead) > 0 {
 		t := p.ahead[0]
 		p.ahead = p.ahead[1:]
-		return seconds(t)
+		return seconds(t), arrivalReady
 	}
 	p.t += p.gap()
-	return seconds(p.t)
+	return seconds(p.t), arrivalReady
 }
 
 // seconds converts float seconds to a Duration, saturating instead of overflowing.

@@ -12,7 +12,7 @@ func gaps(a ArrivalConfig, n, normalizeN int) []float64 {
 	out := make([]float64, n)
 	prev := time.Duration(0)
 	for i := range out {
-		t := arr.next()
+		t, _ := arr.next()
 		out[i] = (t - prev).Seconds()
 		prev = t
 	}
@@ -62,12 +62,12 @@ func TestArrivalNormalize(t *testing.T) {
 	arr := newArrivals(a, newRand(3, tagArrival), 100)
 	var last time.Duration
 	for range 100 {
-		last = arr.next()
+		last, _ = arr.next()
 	}
 	if want := 20 * time.Second; (last - want).Abs() > time.Microsecond {
 		t.Errorf("100th arrival at %v, want %v (N/rate)", last, want)
 	}
-	if next := arr.next(); next < last {
+	if next, _ := arr.next(); next < last {
 		t.Errorf("arrival after the normalized ones goes back: %v < %v", next, last)
 	}
 }
@@ -75,7 +75,7 @@ func TestArrivalNormalize(t *testing.T) {
 func TestArrivalImmediate(t *testing.T) {
 	arr := newArrivals(ArrivalConfig{Process: ProcessImmediate}, newRand(1), 0)
 	for range 10 {
-		if got := arr.next(); got != 0 {
+		if got, _ := arr.next(); got != 0 {
 			t.Fatalf("immediate arrival at %v, want 0", got)
 		}
 	}

@@ -99,6 +99,10 @@ func (s *Stream) addLanes(r Config, seed uint64, o *options) error {
 	}
 	if len(shared.tenants) > 0 {
 		shared.arr = newArrivals(r.Arrival, newRand(seed, tagArrival), r.Requests)
+		if st, ok := shared.arr.(*stagedArrivals); ok {
+			shared.staged, shared.stage = st, -1
+			s.staged = st
+		}
 		s.lanes = append(s.lanes, shared)
 	}
 	s.lanes = append(s.lanes, own...)
@@ -116,7 +120,7 @@ func newTenant(spec TenantConfig, seed uint64, o *options) (*tenant, error) {
 		t.prefix = spec.Name + "/"
 	}
 	t.multi = w.Kind == KindSyntheticChat || (w.Kind == KindSharedPrefix && w.Turns > 1) ||
-		(w.Kind == KindShareGPT && w.Mode == ModeMultiTurn)
+		(w.Kind == KindShareGPT && w.Mode == ModeMultiTurn) || w.Kind == KindChatPrefixes
 	return t, nil
 }
 
@@ -132,6 +136,8 @@ func newSource(w WorkloadConfig, seed uint64, o *options) (source, error) {
 		return newMooncakeSource(w, seed, o)
 	case KindAzure:
 		return newAzureSource(w, seed, o)
+	case KindChatPrefixes:
+		return newChatPrefixes(w, seed, o.text), nil
 	}
 	return nil, errors.New("workloads: unknown kind " + string(w.Kind)) // Validate prevents this
 }
@@ -145,6 +151,8 @@ type lane struct {
 	choice  *rand.Rand // picks the tenant of each arrival in a shared lane
 	head    *pending
 	done    bool
+	staged  *stagedArrivals // arr, when it is staged
+	stage   int             // the stage of the last arrival, to restart sources at a new one
 }
 
 // newLane returns a lane for one tenant: trace timestamps when a is a trace process.
@@ -165,7 +173,12 @@ func (l *lane) fill(s *Stream) error {
 	}
 	var at time.Duration
 	if l.arr != nil {
-		at = l.arr.next()
+		var st arrivalState
+		if at, st = l.arr.next(); st != arrivalReady {
+			l.done = st == arrivalOver
+			return nil
+		}
+		l.newStage()
 	}
 	for {
 		t := l.pick()
@@ -193,6 +206,23 @@ func (l *lane) fill(s *Stream) error {
 		return nil
 	}
 }
+
+// newStage restarts the lane's sources that cycle when its staged arrivals entered a new
+// stage, as inference-perf numbers each stage's requests from 0.
+func (l *lane) newStage() {
+	if l.staged == nil || l.staged.stage() == l.stage {
+		return
+	}
+	l.stage = l.staged.stage()
+	for _, t := range l.tenants {
+		if r, ok := t.src.(restarter); ok {
+			r.restart()
+		}
+	}
+}
+
+// restarter is a source whose order starts again with each arrival stage.
+type restarter interface{ restart() }
 
 // pick returns the tenant of the next arrival, by weight among those not exhausted.
 func (l *lane) pick() *tenant {

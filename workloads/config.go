@@ -102,6 +102,11 @@ type WorkloadConfig struct {
 	// Repeat draws shared-prefix prompts at random forever (inference-perf, default there)
 	// instead of sending each once in shuffled order (sglang, default there).
 	Repeat *bool `yaml:"repeat,omitempty"`
+	// Cycle, with Repeat, sends the shuffled prompt list in order, over and over, instead of
+	// drawing each prompt at random, and starts again at the head of the list with every
+	// arrival stage: inference-perf's shared_prefix data generator, which shuffles its
+	// prompts once and numbers each stage's requests from 0 (default false).
+	Cycle bool `yaml:"cycle,omitempty"`
 	// Turns is the number of questions per shared-prefix session (default 1); each further
 	// question carries the history, closed-loop.
 	Turns int `yaml:"turns,omitempty"`
@@ -153,6 +158,16 @@ type WorkloadConfig struct {
 	// BlockTokens is the token count of one Mooncake hash id (default 512).
 	BlockTokens int `yaml:"block_tokens,omitempty"`
 
+	// Prompts, Rounds, Concurrency, MinTurns and AnswerTokens shape chat-prefixes (see
+	// chatprefix.go): distinct prompts (default 800), times the list is sent (10),
+	// closed-loop clients (800), fewest turns per conversation (8), and the mean length of
+	// the answers in the history (106); prompt_tokens there is the mean user message (50).
+	Prompts      int `yaml:"prompts,omitempty"`
+	Rounds       int `yaml:"rounds,omitempty"`
+	Concurrency  int `yaml:"concurrency,omitempty"`
+	MinTurns     int `yaml:"min_turns,omitempty"`
+	AnswerTokens int `yaml:"answer_tokens,omitempty"`
+
 	// Tenants lists the tenants of a mix (at least one).
 	Tenants []TenantConfig `yaml:"tenants,omitempty"`
 }
@@ -187,6 +202,29 @@ type ArrivalConfig struct {
 	// Normalize rescales the first Requests arrival times so the last lands exactly on
 	// Requests/Rate, as vllm bench serve does (default false; needs Requests > 0).
 	Normalize bool `yaml:"normalize,omitempty"`
+	// Stages, when set, replaces Rate with a ladder of load stages run one after another in
+	// one run, as inference-perf's `load.stages`; see Drain for how one stage follows the
+	// previous. Only the top-level arrival may have stages.
+	Stages []StageConfig `yaml:"stages,omitempty"`
+	// Drain makes each stage inference-perf's (default true with stages): stage k sends
+	// floor(rate·duration) requests starting 1 s after it begins, ends at the first whole
+	// second after its duration at which every one of them has finished, and the next stage
+	// begins StageInterval later, so no backlog is carried. false runs the stages back to back
+	// on the clock, each for its duration, carrying the backlog (a continuous ladder).
+	Drain *bool `yaml:"drain,omitempty"`
+	// StageInterval is the pause between a drained stage's end and the next stage's start
+	// (inference-perf's `load.interval`; default 1 s with Drain).
+	StageInterval time.Duration `yaml:"stage_interval,omitempty"`
+}
+
+// StageConfig is one load stage of a staged arrival process.
+type StageConfig struct {
+	// Rate is the stage's sessions per second (required, > 0).
+	Rate float64 `yaml:"rate"`
+	// Duration is how long the stage offers Rate (required, > 0).
+	Duration time.Duration `yaml:"duration"`
+	// Warmup marks a stage that results leave out of their mean over stages.
+	Warmup bool `yaml:"warmup,omitempty"`
 }
 
 // DefaultConfig returns SGLang's generated-shared-prefix workload (64 groups × 16 prompts,

@@ -15,6 +15,7 @@ const (
 	defaultChatSystemTokens = 1024
 	defaultMinTokens        = 4
 	defaultBlockTokens      = 512
+	defaultStageInterval    = time.Second // inference-perf's load.interval
 )
 
 // Resolve returns c with every zero field that applies to its kind replaced by its default,
@@ -39,6 +40,8 @@ func (w WorkloadConfig) resolve() WorkloadConfig {
 		w = w.resolveShareGPT()
 	case KindMooncake:
 		setDefault(&w.BlockTokens, defaultBlockTokens)
+	case KindChatPrefixes:
+		w = w.resolveChatPrefixes()
 	case KindMix:
 		tenants := make([]TenantConfig, len(w.Tenants))
 		for i, t := range w.Tenants {
@@ -122,11 +125,26 @@ func (a ArrivalConfig) resolve(kind Kind) ArrivalConfig {
 			a.Process = ProcessTrace
 		}
 	}
+	if len(a.Stages) == 0 {
+		a.Stages = nil // `stages: []` is no stages
+	} else {
+		if a.Drain == nil {
+			drain := true
+			a.Drain = &drain
+		}
+		if *a.Drain {
+			setDefault(&a.StageInterval, defaultStageInterval)
+		}
+	}
 	switch a.Process {
 	case ProcessPoisson, ProcessConstant:
-		setDefault(&a.Rate, defaultRate)
+		if len(a.Stages) == 0 {
+			setDefault(&a.Rate, defaultRate)
+		}
 	case ProcessGamma:
-		setDefault(&a.Rate, defaultRate)
+		if len(a.Stages) == 0 {
+			setDefault(&a.Rate, defaultRate)
+		}
 		setDefault(&a.Burstiness, 1)
 	case ProcessTrace:
 		setDefault(&a.TimeScale, 1)

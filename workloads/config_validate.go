@@ -18,6 +18,8 @@ const (
 	maxRate          = 1e6 // sessions per second
 	maxThinkTime     = 24 * time.Hour
 	maxTenants       = 1000
+	maxStages        = 10_000
+	maxStageDuration = 24 * time.Hour
 )
 
 // problems collects config errors with the path of the offending field.
@@ -66,7 +68,7 @@ func (c Config) Validate() error {
 // workload checks one workload: raw as written, r resolved.
 func (p *problems) workload(path string, raw, r WorkloadConfig) {
 	kinds := []string{string(KindSharedPrefix), string(KindSyntheticChat), string(KindShareGPT),
-		string(KindMooncake), string(KindAzure), string(KindMix)}
+		string(KindMooncake), string(KindAzure), string(KindMix), string(KindChatPrefixes)}
 	if !slices.Contains(kinds, string(r.Kind)) {
 		p.oneOf(path+".kind", string(r.Kind), kinds...)
 		return
@@ -86,6 +88,8 @@ func (p *problems) workload(path string, raw, r WorkloadConfig) {
 		p.path(path, r)
 	case KindMix:
 		p.mix(path, raw, r)
+	case KindChatPrefixes:
+		p.chatPrefixes(path, r)
 	}
 }
 
@@ -127,7 +131,7 @@ func fieldsFor(r WorkloadConfig) []string {
 	switch r.Kind {
 	case KindSharedPrefix:
 		f := []string{"preset", "groups", "prompts_per_group", "system_prompt_tokens",
-			"question_tokens", "repeat", "turns", "output_tokens"}
+			"question_tokens", "repeat", "cycle", "turns", "output_tokens"}
 		if r.Turns > 1 {
 			f = append(f, think...)
 		}
@@ -154,6 +158,8 @@ func fieldsFor(r WorkloadConfig) []string {
 		return []string{"path"}
 	case KindMix:
 		return []string{"tenants"}
+	case KindChatPrefixes:
+		return chatPrefixesFields(r)
 	}
 	return nil
 }
@@ -169,6 +175,9 @@ func (p *problems) sharedPrefix(path string, r WorkloadConfig) {
 	p.intRange(path+".question_tokens", r.QuestionTokens, 1, maxSegmentTokens)
 	p.intRange(path+".output_tokens", r.OutputTokens, 1, maxSegmentTokens)
 	p.intRange(path+".turns", r.Turns, 1, maxTurnsLimit)
+	if r.Cycle && !*r.Repeat {
+		p.add(path+".cycle", "needs repeat: true (without repeat every prompt is sent once)")
+	}
 	p.think(path, r)
 }
 
@@ -235,6 +244,9 @@ func (p *problems) mix(path string, raw, r WorkloadConfig) {
 				p.add(tp+".weight", "not used by a tenant with its own arrival")
 			}
 			p.arrival(tp+".arrival", *t.Arrival, t.Workload)
+			if len(t.Arrival.Stages) > 0 {
+				p.add(tp+".arrival.stages", "only the top-level arrival may have stages")
+			}
 		} else {
 			p.floatRange(tp+".weight", t.Weight, 1e-9, 1e9)
 		}
@@ -263,10 +275,16 @@ func (p *problems) arrival(path string, a ArrivalConfig, w WorkloadConfig) {
 		return
 	}
 	rated := a.Process == ProcessPoisson || a.Process == ProcessGamma || a.Process == ProcessConstant
-	if rated {
+	switch {
+	case len(a.Stages) > 0:
+		p.stages(path, a, rated)
+	case rated:
 		p.floatRange(path+".rate", a.Rate, 1e-9, maxRate)
-	} else if a.Rate != 0 {
+	case a.Rate != 0:
 		p.add(path+".rate", "not used by process %s", a.Process)
+	}
+	if len(a.Stages) == 0 && (a.Drain != nil || a.StageInterval != 0) {
+		p.add(path+".stages", "drain and stage_interval need stages")
 	}
 	if a.Process == ProcessGamma {
 		p.floatRange(path+".burstiness", a.Burstiness, 1e-3, 1e3)
@@ -281,6 +299,38 @@ func (p *problems) arrival(path string, a ArrivalConfig, w WorkloadConfig) {
 	}
 	if a.Normalize && !rated {
 		p.add(path+".normalize", "only used by processes poisson, gamma and constant")
+	}
+}
+
+// stages checks a staged arrival process: a rated process, no top-level rate, and every
+// stage's rate and duration in range.
+func (p *problems) stages(path string, a ArrivalConfig, rated bool) {
+	if !rated {
+		p.add(path+".stages", "need process poisson, gamma or constant, not %s", a.Process)
+	}
+	if a.Rate != 0 {
+		p.add(path+".rate", "not used with stages (each stage has its rate)")
+	}
+	if a.Normalize {
+		p.add(path+".normalize", "not used with stages")
+	}
+	if len(a.Stages) > maxStages {
+		p.add(path+".stages", "at most %d stages, got %d", maxStages, len(a.Stages))
+	}
+	if a.StageInterval < 0 || a.StageInterval > maxThinkTime {
+		p.add(path+".stage_interval", "must be in 0..%v, got %v", maxThinkTime, a.StageInterval)
+	}
+	if a.Drain != nil && !*a.Drain && a.StageInterval != 0 {
+		p.add(path+".stage_interval", "only used when stages drain")
+	}
+	for i, st := range a.Stages {
+		sp := fmt.Sprintf("%s.stages[%d]", path, i)
+		p.floatRange(sp+".rate", st.Rate, 1e-9, maxRate)
+		if st.Duration <= 0 || st.Duration > maxStageDuration {
+			p.add(sp+".duration", "must be in 1ns..%v, got %v", maxStageDuration, st.Duration)
+		} else if n := st.Rate * st.Duration.Seconds(); n > maxPrompts {
+			p.add(sp, "rate × duration must be at most %d requests, got %.0f", maxPrompts, n)
+		}
 	}
 }
 

@@ -61,6 +61,21 @@
 // (ShareGPT), the one Done reports (live), or Request.AnswerTokens, which a simulator can
 // "generate" so its prefix cache holds exactly what the next turn sends.
 //
+// # Load stages
+//
+// ArrivalConfig.Stages runs a load ladder in one run, as inference-perf's `load.stages`:
+// [{rate, duration, warmup}] with process poisson, gamma or constant and no top-level rate.
+// With Drain (the default) each stage is inference-perf's: it sends floor(rate·duration)
+// sessions from a timer started 1 s after the stage begins (Poisson: each second draws a
+// Poisson(rate) count, spaced by exponential gaps scaled to fill the second), ends at the
+// first whole second after its duration at which all of them are done (Stream.Done), and the
+// next stage begins StageInterval (1 s) later: caches stay warm, no backlog carries over. The
+// stream waits on Done between stages, so InFlight counts the stage's open requests. With
+// drain: false the stages run back to back on the clock, each for its duration, carrying the
+// backlog. Stream.Stages and StageAt give the stages as they ran; a request belongs to the
+// stage its arrival fell in. Shared-prefix Cycle sends inference-perf's prompt order: one
+// shuffled list, in order, from its head again at every stage.
+//
 // # Configuration
 //
 // A zero field means the default for its kind; Config.Resolve fills them in and Validate
@@ -76,7 +91,8 @@
 //
 //	shared-prefix   preset sglang|inference-perf; groups 64|10; prompts_per_group 16|10;
 //	                system_prompt_tokens 2048|100; question_tokens 128|50; output_tokens 256|50;
-//	                repeat false|true; turns 1; think_time 0 and think_dist constant (turns > 1)
+//	                repeat false|true; cycle false (needs repeat); turns 1; think_time 0 and
+//	                think_dist constant (turns > 1)
 //	synthetic-chat  mean_turns 3.51; max_turns 32; prompt_tokens 161; output_tokens 338;
 //	                length_dist lognormal|exponential|constant; prompt_sigma 1.0; output_sigma 0.8;
 //	                max_message_tokens 4096; system_prompts 0; system_prompt_tokens 1024;
@@ -89,8 +105,11 @@
 //	azure           path (required)
 //	mix             tenants: [{name, weight 1, workload, arrival (optional)}]
 //	arrival         process poisson (trace for mooncake and azure); rate 10 sessions/s;
-//	                burstiness 1 (gamma); time_scale 1 (trace); normalize false
-//	top level       requests 0 = no cap (turns included); duration 0 = no cap
+//	                burstiness 1 (gamma); time_scale 1 (trace); normalize false;
+//	                stages [] ([{rate, duration, warmup false}], top level only, instead of
+//	                rate); drain true and stage_interval 1s (with stages)
+//	top level       requests 0 = no cap (turns included); duration 0 = no cap (caps apply
+//	                on top of stages)
 //
 // # Bad input
 //

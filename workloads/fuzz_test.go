@@ -146,7 +146,10 @@ func FuzzParseConfig(f *testing.F) {
 		f.Add([]byte(tc.yaml))
 	}
 	for _, s := range []string{"", "requests: -1", "workload: {kind: mix, tenants: [{name: a, workload: {kind: mix}}]}",
-		"arrival: {rate: .nan}", "duration: 1e999h", "workload: &a {tenants: [*a]}"} {
+		"arrival: {rate: .nan}", "duration: 1e999h", "workload: &a {tenants: [*a]}",
+		"workload: {repeat: true, cycle: true}\narrival: {stages: [{rate: 3, duration: 2s, warmup: true}, {rate: 0.5, duration: 1s}]}",
+		"arrival: {process: gamma, drain: false, stages: [{rate: 1e6, duration: 1ns}]}",
+		"arrival: {stage_interval: -1s, stages: [{rate: 2, duration: 24h}]}"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -20,6 +20,9 @@ type turn struct {
 	output    int     // answer length to request, tokens
 	answer    segment // the dataset's answer (ShareGPT); synthesised when !hasAnswer
 	hasAnswer bool
+	// fresh, when set, makes the turn a prompt of its own (chat-prefixes): it replaces the
+	// session's history and returns the turn to send.
+	fresh func(s *session, withText bool) turn
 }
 
 // conversation is a source's script of one session, before any timing is applied.
@@ -134,6 +137,9 @@ func (s *session) next(at time.Duration, withText bool) Request {
 	s.turn++
 	s.at = at
 	tr := s.conv.turns[s.turn]
+	if tr.fresh != nil {
+		tr = tr.fresh(s, withText)
+	}
 	s.appendSegment(RoleUser, tr.user, withText)
 	req := Request{
 		ID:           s.id,

@@ -12,7 +12,8 @@ var _ source = (*sharedPrefix)(nil)
 // shared_prefix): Groups system prompts, PromptsPerGroup questions per group. Without
 // Repeat every (group, question) pair is one session, in a seeded shuffled order, as SGLang
 // shuffles its request list; with Repeat a pair is drawn uniformly for every session,
-// forever, so questions recur as they do in inference-perf. Content is a pure function of
+// forever, so questions recur as they do in inference-perf; with Cycle as well, the shuffled
+// list is sent in order, over and over, from its head at every arrival stage. Content is a pure function of
 // the seed and (group, question, turn), so repeats hit the prefix cache exactly.
 type sharedPrefix struct {
 	w      WorkloadConfig
@@ -27,7 +28,7 @@ type sharedPrefix struct {
 func newSharedPrefix(w WorkloadConfig, seed uint64, withText bool) *sharedPrefix {
 	s := &sharedPrefix{w: w, seed: seed, text: withText, rng: newRand(seed, tagOrder),
 		system: newPromptCache(seed, tagSystem, w.Groups, w.SystemPromptTokens, withText)}
-	if !*w.Repeat {
+	if !*w.Repeat || w.Cycle {
 		n := w.Groups * w.PromptsPerGroup
 		s.order = make([]int32, n)
 		for i := range s.order {
@@ -40,9 +41,13 @@ func newSharedPrefix(w WorkloadConfig, seed uint64, withText bool) *sharedPrefix
 
 func (s *sharedPrefix) next() (*conversation, error) {
 	var k int
-	if *s.w.Repeat {
+	switch {
+	case s.w.Cycle:
+		k = int(s.order[s.pos%len(s.order)])
+		s.pos++
+	case *s.w.Repeat:
 		k = s.rng.IntN(s.w.Groups * s.w.PromptsPerGroup)
-	} else {
+	default:
 		if s.pos == len(s.order) {
 			return nil, io.EOF
 		}
@@ -61,6 +66,13 @@ func (s *sharedPrefix) next() (*conversation, error) {
 		c.turns = append(c.turns, turn{user: keyedSegment(key, s.w.QuestionTokens, s.text), output: s.w.OutputTokens})
 	}
 	return c, nil
+}
+
+// restart goes back to the head of the list when prompts cycle (a new arrival stage).
+func (s *sharedPrefix) restart() {
+	if s.w.Cycle {
+		s.pos = 0
+	}
 }
 
 func (s *sharedPrefix) skipped() int { return 0 }

@@ -39,6 +39,8 @@ type Stream struct {
 	stats       Stats
 	tenants     []*tenant
 	closed      bool
+	staged      *stagedArrivals // the top-level arrivals when they have stages
+	gated       map[string]bool // sessions of a draining stage not yet reported done
 }
 
 // Stats counts what a stream has done so far.
@@ -93,6 +95,12 @@ func (s *Stream) Next() (Request, bool) {
 	if got.req.FollowUp {
 		s.waiting[got.req.ID] = got.sess
 	}
+	if from != nil && from.staged != nil && from.staged.drain {
+		if s.gated == nil {
+			s.gated = map[string]bool{}
+		}
+		s.gated[got.req.ID] = true
+	}
 	if s.maxRequests > 0 && s.stats.Requests >= s.maxRequests {
 		s.stop()
 	}
@@ -106,6 +114,10 @@ func (s *Stream) Next() (Request, bool) {
 func (s *Stream) Done(id string, c Completion) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.gated[id] {
+		delete(s.gated, id)
+		s.staged.done(c.At)
+	}
 	sess, ok := s.waiting[id]
 	if !ok {
 		return nil
@@ -128,11 +140,40 @@ func (s *Stream) Done(id string, c Completion) error {
 	return nil
 }
 
-// InFlight returns the number of sessions waiting for Done before their next turn.
+// InFlight returns the number of requests whose Done the stream waits for before it can go
+// on: sessions before their next turn, and the requests of a draining arrival stage.
 func (s *Stream) InFlight() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.waiting)
+	n := len(s.waiting)
+	for id := range s.gated {
+		if s.waiting[id] == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// Stages returns the stages of a staged arrival process begun so far, in order (nil
+// without stages). A stage's Start is known before its first request arrives.
+func (s *Stream) Stages() []StageSpan {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.staged == nil {
+		return nil
+	}
+	return append([]StageSpan(nil), s.staged.spans...)
+}
+
+// StageAt returns the index of the arrival stage running at t (a request's Arrival), or -1
+// without stages or before the first.
+func (s *Stream) StageAt(t time.Duration) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.staged == nil {
+		return -1
+	}
+	return stageAt(s.staged.spans, t)
 }
 
 // Err returns the error that ended the stream early (a malformed dataset record), if any.
@@ -180,6 +221,7 @@ func (s *Stream) stop() {
 	s.stopped = true
 	s.stats.Cut += len(s.waiting) + len(s.follow)
 	clear(s.waiting)
+	clear(s.gated)
 	s.follow = nil
 	_ = s.closeSources() // read-only files: nothing to lose on a close error
 }

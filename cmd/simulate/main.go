@@ -97,6 +97,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err := results.WriteTable(stdout, done); err != nil {
 		log.Error("printing the table", "err", err)
 	}
+	if err := results.WriteStageTable(stdout, done); err != nil {
+		log.Error("printing the stage table", "err", err)
+	}
 	log.Info("sweep finished", "runs", len(done), "of", len(runs), "dir", o.out, "wall", time.Since(start).Round(time.Millisecond))
 	if err != nil {
 		log.Error("sweep stopped", "err", err)

@@ -46,6 +46,11 @@ func (j job) scenario() map[string]any {
 		"router":   map[string]any{"metrics_interval": p.Router.MetricsInterval.String(), "network_delay": p.Router.NetworkDelay.String()},
 		"requests": p.Requests, "duration": p.Duration.String(),
 	}
+	if st := p.Arrival.Stages; len(st) > 0 {
+		a := s["arrival"].(map[string]any)
+		a["stages"] = len(st)
+		a["drain"] = p.Workload().Resolve().Arrival.Drain == nil || *p.Workload().Resolve().Arrival.Drain
+	}
 	for _, a := range p.Axes {
 		s["axis."+a.Path] = a.Value
 	}
@@ -86,8 +91,10 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 		}
 	}
 	var werr error
+	stages := results.NewStageCollector(p.SLO())
 	s, err := cluster.New(cc, policy, stream, cluster.Sink{ITL: col.AddITL, Record: func(r *results.Record) {
 		col.Add(r)
+		stages.Add(stream.StageAt(r.Arrival), r)
 		if csv != nil && werr == nil {
 			werr = csv.Write(j.name, r)
 		}
@@ -102,5 +109,18 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 	if csv != nil && werr == nil {
 		werr = csv.Flush()
 	}
-	return col.Run(), werr
+	run := col.Run()
+	run.Stages = stageResults(stream.Stages(), stages)
+	run.StageMean = results.MeanOverStages(run.Stages)
+	return run, werr
+}
+
+// stageResults pairs the stream's arrival stages with their metrics (nil without stages).
+func stageResults(spans []workloads.StageSpan, c *results.StageCollector) []results.Stage {
+	var out []results.Stage
+	for i, sp := range spans {
+		out = append(out, results.Stage{Index: sp.Index, Rate: sp.Rate, Warmup: sp.Warmup,
+			StartS: sp.Start.Seconds(), Metrics: c.Metrics(i)})
+	}
+	return out
 }

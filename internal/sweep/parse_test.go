@@ -64,3 +64,22 @@ func TestValidate(t *testing.T) {
 		t.Fatalf("Validate without a cap: %v", err)
 	}
 }
+
+// TestStagesEndTheRun checks that a staged arrival needs no requests or duration cap, and
+// that its list of stages is not taken for a sweep axis.
+func TestStagesEndTheRun(t *testing.T) {
+	staged := strings.Replace(strings.Replace(file, "requests: 50\n", "", 1),
+		"arrival: {process: poisson, rate: [10, 20]}", "arrival: {stages: [{rate: 10, duration: 2s}, {rate: 20, duration: 1s}]}", 1)
+	points, err := Parse([]byte(staged), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(points) != 2 {
+		t.Fatalf("%d points, want 2 (replicas only)", len(points))
+	}
+	for _, p := range points {
+		if err := p.Validate(); err != nil || len(p.Arrival.Stages) != 2 {
+			t.Errorf("%s: %v, %d stages", p.Label(), err, len(p.Arrival.Stages))
+		}
+	}
+}

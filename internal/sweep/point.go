@@ -69,8 +69,8 @@ func (p Point) Validate() error {
 	if p.Name == "" {
 		errs = append(errs, errors.New("name: required"))
 	}
-	if p.Requests <= 0 && p.Duration <= 0 {
-		errs = append(errs, errors.New("requests or duration: one is required, so the run ends"))
+	if p.Requests <= 0 && p.Duration <= 0 && len(p.Arrival.Stages) == 0 {
+		errs = append(errs, errors.New("requests or duration: one is required (or arrival.stages), so the run ends"))
 	}
 	if err := p.Workload().Validate(); err != nil {
 		errs = append(errs, err)
