@@ -96,6 +96,19 @@ func TestPublishedFidelityDirections(t *testing.T) {
 			t.Errorf("total tok/s: cache-aware %.0f, round-robin %.0f; published 158,596 > 82,665", ca, rr)
 		}
 	})
+	t.Run("sglang-v0.4-5-per-group", func(t *testing.T) {
+		// Our reading of the workload (5 prompts per group): the hit rates land on the
+		// published 20% and 75%, and cache-aware's throughput gain is the published direction.
+		runs := fidelityRun(t, "sglang-v0.4-5-per-group.yaml")
+		for run, want := range map[string]float64{"round-robin": 0.20, "cache-aware": 0.75} {
+			if got := metric(t, runs, run, "hit_rate"); got < want-0.05 || got > want+0.05 {
+				t.Errorf("%s hit rate %.3f, published %.2f", run, got, want)
+			}
+		}
+		if ca, rr := totalTokS(t, runs, "cache-aware"), totalTokS(t, runs, "round-robin"); ca <= rr {
+			t.Errorf("total tok/s: cache-aware %.0f, round-robin %.0f; published 158,596 > 82,665", ca, rr)
+		}
+	})
 	t.Run("llm-d", func(t *testing.T) {
 		// The warm-up and three ladder stages (one below, two above the cache-blind knee),
 		// one run per published profile.
