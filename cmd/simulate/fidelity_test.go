@@ -137,16 +137,16 @@ func TestPublishedFidelityDirections(t *testing.T) {
 	t.Run("kubeai", func(t *testing.T) {
 		// Full size (8,000 requests, about a second a policy); round-robin is left out (its
 		// alignment with the cycled prompt list makes it a prompt-affinity router).
-		runs := fidelityRun(t, "kubeai-prefix-hash.yaml",
-			"policies: [random, least-request, chwbl, round-robin]", "policies: [random, least-request, chwbl]")
+		runs := fidelityRun(t, "kubeai-prefix-hash.yaml", "\n  chwbl, round-robin]", "]")
+		const chwbl = "chwbl,prefix_char_length=100,virtual_nodes_per_replica=256" // KubeAI's PrefixHash
 		for _, blind := range []string{"random", "least-request"} {
-			if c, b := metric(t, runs, "chwbl", "ttft_ms", "mean"), metric(t, runs, blind, "ttft_ms", "mean"); c >= b {
+			if c, b := metric(t, runs, chwbl, "ttft_ms", "mean"), metric(t, runs, blind, "ttft_ms", "mean"); c >= b {
 				t.Errorf("mean TTFT: chwbl %.0f ms, %s %.0f ms; published PrefixHash 280 < 817 and 1,320", c, blind, b)
 			}
-			if c, b := totalTokS(t, runs, "chwbl"), totalTokS(t, runs, blind); c <= b {
+			if c, b := totalTokS(t, runs, chwbl), totalTokS(t, runs, blind); c <= b {
 				t.Errorf("total tok/s: chwbl %.0f, %s %.0f; published 69.4k > 45.9k and 45.4k", c, blind, b)
 			}
-			if c, b := metric(t, runs, "chwbl", "hit_rate"), metric(t, runs, blind, "hit_rate"); c <= b {
+			if c, b := metric(t, runs, chwbl, "hit_rate"), metric(t, runs, blind, "hit_rate"); c <= b {
 				t.Errorf("hit rate: chwbl %.3f, %s %.3f; PrefixHash keeps a conversation on one replica", c, blind, b)
 			}
 		}
