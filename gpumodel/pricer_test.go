@@ -48,37 +48,45 @@ func sweepSteps() []Step {
 	return out
 }
 
-// TestFloorsHold sweeps deployments × batch shapes and checks that no step is
-// priced below its FLOP floor or its memory floor, even on an ideal GPU with
-// every efficiency at 1 and no overheads.
+// TestFloorsHold sweeps deployments × batch shapes, with BF16 and with FP8 weights, and
+// checks that no step is priced below its FLOP floor or its memory floor, even on an ideal GPU
+// with every efficiency at 1 and no overheads.
 func TestFloorsHold(t *testing.T) {
 	steps := sweepSteps()
-	for _, d := range sweepDeployments(t) {
-		for _, ideal := range []bool{false, true} {
-			if ideal {
-				d.GPU.Efficiency = Efficiency{PrefillMFU: 1, DecodeMFU: 1, Memory: 1, Link: 1}
-				d.GPU.LinkLatency, d.Overheads = 0, Overheads{}
-			}
-			p, err := NewPricer(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range steps {
-				got, flop, mem := p.StepTime(s), p.FLOPFloor(s), p.MemoryFloor(s)
-				if s.Tokens() == 0 {
-					if got != 0 {
-						t.Fatalf("%s: empty step priced %v", name(d), got)
-					}
-					continue
+	for _, q := range []Quantization{QuantNone, QuantFP8} {
+		for _, d := range sweepDeployments(t) {
+			d.Quantization = q
+			for _, ideal := range []bool{false, true} {
+				if ideal {
+					d.GPU.Efficiency = Efficiency{PrefillMFU: 1, DecodeMFU: 1, Memory: 1, Link: 1}
+					d.GPU.LinkLatency, d.Overheads = 0, Overheads{}
 				}
-				if got < flop || got < mem || got <= 0 {
-					t.Fatalf("%s ideal=%v step %+v: priced %v, below FLOP floor %v or memory floor %v",
-						name(d), ideal, s, got, flop, mem)
-				}
-				if b := p.Breakdown(s); b.Total != got {
-					t.Fatalf("%s step %+v: Breakdown.Total %v != StepTime %v", name(d), s, b.Total, got)
-				}
+				checkFloors(t, d, steps, fmt.Sprintf("%s %q ideal=%v", name(d), q, ideal))
 			}
+		}
+	}
+}
+
+// checkFloors prices every step on d and checks it against the FLOP and memory floors.
+func checkFloors(t *testing.T, d Deployment, steps []Step, label string) {
+	t.Helper()
+	p, err := NewPricer(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range steps {
+		got, flop, mem := p.StepTime(s), p.FLOPFloor(s), p.MemoryFloor(s)
+		if s.Tokens() == 0 {
+			if got != 0 {
+				t.Fatalf("%s: empty step priced %v", label, got)
+			}
+			continue
+		}
+		if got < flop || got < mem || got <= 0 {
+			t.Fatalf("%s step %+v: priced %v, below FLOP floor %v or memory floor %v", label, s, got, flop, mem)
+		}
+		if b := p.Breakdown(s); b.Total != got {
+			t.Fatalf("%s step %+v: Breakdown.Total %v != StepTime %v", label, s, b.Total, got)
 		}
 	}
 }

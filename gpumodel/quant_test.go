@@ -97,34 +97,6 @@ func TestFP8StepTime(t *testing.T) {
 	}
 }
 
-// TestFP8FloorsHold repeats TestFloorsHold with every deployment's weights in FP8, on the
-// calibrated and on ideal efficiencies: no step is priced below its FLOP or memory floor.
-func TestFP8FloorsHold(t *testing.T) {
-	steps := sweepSteps()
-	for _, d := range sweepDeployments(t) {
-		d.Quantization = QuantFP8
-		for _, ideal := range []bool{false, true} {
-			if ideal {
-				d.GPU.Efficiency = Efficiency{PrefillMFU: 1, DecodeMFU: 1, Memory: 1, Link: 1}
-				d.GPU.LinkLatency, d.Overheads = 0, Overheads{}
-			}
-			p, err := NewPricer(d)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, s := range steps {
-				if s.Tokens() == 0 {
-					continue
-				}
-				if got, flop, mem := p.StepTime(s), p.FLOPFloor(s), p.MemoryFloor(s); got < flop || got < mem {
-					t.Fatalf("%s fp8 ideal=%v step %+v: priced %v, below FLOP floor %v or memory floor %v",
-						name(d), ideal, s, got, flop, mem)
-				}
-			}
-		}
-	}
-}
-
 func TestParseQuantization(t *testing.T) {
 	tests := []struct {
 		in      string
