@@ -16,3 +16,13 @@ func BenchmarkParseChat(b *testing.B) {
 		}
 	}
 }
+
+func BenchmarkParseUsage(b *testing.B) {
+	body := []byte(`{"id":"cmpl-1","object":"chat.completion","created":1,"model":"llama-3.1-8b","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there, how can I help?"},"finish_reason":"stop"}],"usage":{"prompt_tokens":512,"completion_tokens":8,"total_tokens":520,"prompt_tokens_details":{"cached_tokens":448}}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := ParseUsage(body); !ok {
+			b.Fatal("no usage")
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package openai
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -113,7 +115,7 @@ func (d *decoder) object(field func(key string) error) error {
 		if d.peek() != '"' {
 			return d.syntax("want a string key")
 		}
-		key, err := d.readString()
+		key, err := d.readKnown()
 		if err != nil {
 			return err
 		}
@@ -209,32 +211,68 @@ func (d *decoder) isNull() bool {
 }
 
 // scanString validates the string literal at d.i and moves past it, returning its bounds
-// (quotes excluded) and whether it holds escapes.
+// (quotes excluded) and whether it holds escapes. Runs of plain bytes are skipped with
+// vectorized searches for the closing quote and the next backslash.
 func (d *decoder) scanString() (lit []byte, escaped bool, err error) {
 	start := d.i
 	i := d.i + 1
-	for i < len(d.b) {
-		switch c := d.b[i]; {
-		case c == '"':
+	quote := -1 // the next '"' at or after i, or len(d.b) when there is none
+	for {
+		if quote < i {
+			quote = indexFrom(d.b, i, '"')
+		}
+		stop := quote
+		if bs := bytes.IndexByte(d.b[i:quote], '\\'); bs >= 0 {
+			stop = i + bs
+		}
+		if c := indexControl(d.b[i:stop]); c >= 0 {
+			d.i = i + c
+			return nil, false, d.syntax("control character in a string")
+		}
+		i = stop
+		if i == len(d.b) {
+			d.i = i
+			return nil, false, d.syntax("unterminated string")
+		}
+		if d.b[i] == '"' {
 			d.i = i + 1
 			return d.b[start:d.i], escaped, nil
-		case c == '\\':
-			escaped = true
-			n, ok := escapeLen(d.b[i:])
-			if !ok {
-				d.i = i
-				return nil, false, d.syntax("invalid escape in a string")
-			}
-			i += n
-		case c < 0x20:
+		}
+		escaped = true
+		n, ok := escapeLen(d.b[i:])
+		if !ok {
 			d.i = i
-			return nil, false, d.syntax("control character in a string")
-		default:
-			i++
+			return nil, false, d.syntax("invalid escape in a string")
+		}
+		i += n
+	}
+}
+
+// indexFrom returns the index of the first c in b at or after i, or len(b) when there is none.
+func indexFrom(b []byte, i int, c byte) int {
+	if j := bytes.IndexByte(b[i:], c); j >= 0 {
+		return i + j
+	}
+	return len(b)
+}
+
+// indexControl returns the index of the first byte below 0x20 in b, or -1. It tests eight
+// bytes at a time: (x - 0x20…20) &^ x & 0x80…80 is non-zero exactly when some byte of x is
+// below 0x20.
+func indexControl(b []byte) int {
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		if (x-0x2020202020202020)&^x&0x8080808080808080 != 0 {
+			break
 		}
 	}
-	d.i = len(d.b)
-	return nil, false, d.syntax("unterminated string")
+	for ; i < len(b); i++ {
+		if b[i] < 0x20 {
+			return i
+		}
+	}
+	return -1
 }
 
 // escapeLen returns the length of the escape sequence at the start of b.
@@ -266,6 +304,11 @@ func (d *decoder) readString() (string, error) {
 	if err != nil {
 		return "", err
 	}
+	return decodeLit(lit, escaped)
+}
+
+// decodeLit decodes a string literal that scanString validated.
+func decodeLit(lit []byte, escaped bool) (string, error) {
 	in := lit[1 : len(lit)-1]
 	if !escaped && utf8.Valid(in) {
 		return string(in), nil
@@ -275,6 +318,40 @@ func (d *decoder) readString() (string, error) {
 		return "", &RequestError{Err: err}
 	}
 	return s, nil
+}
+
+// knownKeys holds the object keys of requests and responses, and the message roles, that
+// readKnown returns without allocating: those the decoder looks for, and other common ones.
+var knownKeys = func() map[string]string {
+	m := map[string]string{}
+	for _, k := range []string{
+		"model", "user", "messages", "prompt", "max_tokens", "max_completion_tokens", "stream",
+		"stream_options", "include_usage", "role", "content", "type", "text", "name", "usage",
+		"prompt_tokens", "completion_tokens", "total_tokens", "prompt_tokens_details", "cached_tokens",
+		"temperature", "top_p", "n", "stop", "seed", "tools", "tool_choice", "logprobs", "id",
+		"object", "created", "choices", "index", "message", "finish_reason", "delta",
+		"system_fingerprint", "stop_reason", "prompt_logprobs", "reasoning_content", "tool_calls",
+		"kv_transfer_params", "service_tier", "image_url", "url", "frequency_penalty",
+		"presence_penalty", "response_format", "ignore_eos", "min_tokens",
+		"system", "developer", "assistant", "tool", "function",
+	} {
+		m[k] = k
+	}
+	return m
+}()
+
+// readKnown decodes a string like readString, without allocating for one of knownKeys.
+func (d *decoder) readKnown() (string, error) {
+	lit, escaped, err := d.scanString()
+	if err != nil {
+		return "", err
+	}
+	if !escaped {
+		if k, ok := knownKeys[string(lit[1:len(lit)-1])]; ok {
+			return k, nil
+		}
+	}
+	return decodeLit(lit, escaped)
 }
 
 // number validates the number literal at d.i and returns it.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 )
 
 // stringValue reads a string or null (which leaves dst as it is) into dst.
@@ -91,17 +92,23 @@ func (d *decoder) messages(w *body) error {
 		return d.mismatch("messages", "an array")
 	}
 	msgs := make([]Message, 0, 4)
+	raws := make([]rawText, 0, 4)
 	err := d.array(func() error {
 		var m Message
+		var raw rawText
 		var err error
 		switch d.peek() {
 		case '{':
 			err = d.object(func(key string) error {
 				switch key {
 				case "role":
+					if d.peek() == '"' {
+						m.Role, err = d.readKnown()
+						return err
+					}
 					return d.stringValue("messages.role", &m.Role)
 				case "content":
-					return d.content(&m.Content)
+					return d.content(&m.Content, &raw)
 				}
 				return d.skip()
 			})
@@ -110,20 +117,35 @@ func (d *decoder) messages(w *body) error {
 		default:
 			err = d.mismatch("messages", "an array of objects")
 		}
-		msgs = append(msgs, m)
+		msgs, raws = append(msgs, m), append(raws, raw)
 		return err
 	})
-	w.messages = msgs
+	w.messages, w.raws = msgs, raws
 	return err
 }
 
+// rawText is a message content left in the body, to be copied once into the prompt: the
+// bytes of a string literal without escapes, valid UTF-8.
+type rawText struct {
+	b  []byte
+	ok bool
+}
+
 // content reads a message content: a string, null (empty), or an array of parts whose text
-// parts are joined with single spaces.
-func (d *decoder) content(dst *string) error {
+// parts are joined with single spaces. A plain string is left in the body, in raw.
+func (d *decoder) content(dst *string, raw *rawText) error {
+	*raw = rawText{}
 	switch d.peek() {
 	case '"':
-		s, err := d.readString()
-		*dst = s
+		lit, escaped, err := d.scanString()
+		if err != nil {
+			return err
+		}
+		if in := lit[1 : len(lit)-1]; !escaped && utf8.Valid(in) {
+			*dst, *raw = "", rawText{in, true}
+			return nil
+		}
+		*dst, err = decodeLit(lit, escaped)
 		return err
 	case 'n':
 		*dst = ""

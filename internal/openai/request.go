@@ -63,7 +63,8 @@ type body struct {
 	messages            []Message
 	prompt              string
 	promptTokens        []int32
-	promptSet           bool // a prompt other than null was sent
+	raws                []rawText // per message: its content, when still in the body
+	promptSet           bool      // a prompt other than null was sent
 	maxTokens           int
 	maxCompletionTokens int
 	hasMaxTokens        bool
@@ -84,24 +85,46 @@ func ParseChat(b []byte) (Request, error) {
 		return Request{}, &RequestError{Param: "messages", Err: fmt.Errorf("required: a non-empty array")}
 	}
 	r := w.common()
-	r.Messages = w.messages
-	n := len(w.messages) - 1
-	for _, m := range w.messages {
-		n += len(m.Content)
-	}
-	var sb strings.Builder
-	sb.Grow(n)
-	for i, m := range w.messages {
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		sb.WriteString(m.Content)
-	}
-	r.Prompt = sb.String()
+	r.Messages, r.Prompt = w.messages, joinContents(w.messages, w.raws)
 	if !w.hasMaxTokens && w.hasMaxCompletion {
 		r.MaxTokens = w.maxCompletionTokens
 	}
 	return r, nil
+}
+
+// joinContents returns the message contents joined with single spaces, and makes each
+// message's Content a substring of that prompt: plain contents are copied from the body once.
+func joinContents(msgs []Message, raws []rawText) string {
+	size := func(i int) int {
+		if raws[i].ok {
+			return len(raws[i].b)
+		}
+		return len(msgs[i].Content)
+	}
+	n := len(msgs) - 1
+	for i := range msgs {
+		n += size(i)
+	}
+	var sb strings.Builder
+	sb.Grow(n)
+	for i := range msgs {
+		if i > 0 {
+			sb.WriteByte(' ')
+		}
+		if raws[i].ok {
+			sb.Write(raws[i].b)
+		} else {
+			sb.WriteString(msgs[i].Content)
+		}
+	}
+	prompt := sb.String()
+	off := 0
+	for i := range msgs {
+		l := size(i)
+		msgs[i].Content = prompt[off : off+l]
+		off += l + 1
+	}
+	return prompt
 }
 
 // ParseCompletion parses a /v1/completions body. It fails with a *RequestError when the body
