@@ -156,13 +156,19 @@ func (s *syncBuffer) String() string {
 // TestRunReloadAndDrain runs the command: it serves, reloads its backends on SIGHUP, and on
 // SIGTERM waits for the stream in flight before it exits.
 func TestRunReloadAndDrain(t *testing.T) {
+	for _, server := range []string{"lean", "std"} {
+		t.Run(server, func(t *testing.T) { testRunReloadAndDrain(t, server) })
+	}
+}
+
+func testRunReloadAndDrain(t *testing.T, server string) {
 	hold, started := make(chan struct{}), make(chan struct{}, 4)
 	a, b := backend(t, "a", hold, started), backend(t, "b", hold, started)
 	cfgPath := writeFile(t, "route.yaml", "listen: 127.0.0.1:0\npolicy: least-request\nbackends: ["+a.URL+"]\n")
 	signals, addrs, reloads, exit := make(chan os.Signal), make(chan string, 1), make(chan error, 1), make(chan int, 1)
 	var logs syncBuffer
 	go func() {
-		exit <- run(context.Background(), []string{"-config", cfgPath}, env{stderr: &logs, signals: signals,
+		exit <- run(context.Background(), []string{"-config", cfgPath, "-http-server", server}, env{stderr: &logs, signals: signals,
 			listening: func(addr string) { addrs <- addr }, reloaded: func(err error) { reloads <- err }})
 	}()
 	base := "http://" + <-addrs
@@ -204,6 +210,18 @@ func TestRunReloadAndDrain(t *testing.T) {
 	for _, want := range []string{"configuration reloaded", "draining", "drained"} {
 		if !strings.Contains(logs.String(), want) {
 			t.Errorf("log lacks %q:\n%s", want, logs.String())
+		}
+	}
+}
+
+func TestHTTPServerFlag(t *testing.T) {
+	var stderr bytes.Buffer
+	if _, err := parseFlags([]string{"-http-server", "nginx"}, &stderr); err == nil || !strings.Contains(stderr.String(), "want lean or std") {
+		t.Fatalf("-http-server nginx: err %v, stderr %q", err, stderr.String())
+	}
+	for _, ok := range []string{"lean", "std"} {
+		if o, err := parseFlags([]string{"-http-server", ok}, io.Discard); err != nil || o.httpServer != ok {
+			t.Errorf("-http-server %s: %v", ok, err)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"crypto/tls"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -12,13 +13,14 @@ import (
 // backend is one model server. Its mutable fields are guarded by Gateway.mu; the others are
 // set at creation.
 type backend struct {
-	id                string // the normalized base URL
-	chatURL, complURL string
-	metricsURL        string
-	modelsURL         string
-	stop              chan struct{} // closed when the backend leaves the pool
-	inflightGauge     prometheus.Gauge
-	healthyGauge      prometheus.Gauge
+	id            string    // the normalized base URL
+	up            *upstream // the connections completions are proxied on
+	endpointHdr   []string  // the X-Kvroute-Endpoint header value: id
+	metricsURL    string
+	modelsURL     string
+	stop          chan struct{} // closed when the backend leaves the pool
+	inflightGauge prometheus.Gauge
+	healthyGauge  prometheus.Gauge
 
 	// Guarded by Gateway.mu.
 	ready          bool
@@ -38,17 +40,20 @@ type backend struct {
 	started        bool // its scrape loop is running
 }
 
-func newBackend(id string, m *metrics) *backend {
+func newBackend(id string, m *metrics, tlsConf *tls.Config) (*backend, error) {
+	up, err := newUpstream(id, tlsConf)
+	if err != nil {
+		return nil, err
+	}
 	b := &backend{
-		id: id, chatURL: id + "/v1/chat/completions", complURL: id + "/v1/completions",
-		metricsURL: id + "/metrics", modelsURL: id + "/v1/models",
+		id: id, up: up, endpointHdr: []string{id}, metricsURL: id + "/metrics", modelsURL: id + "/v1/models",
 		stop:          make(chan struct{}),
 		ready:         true, // optimistic until the first scrape says otherwise
 		inflightGauge: m.inflight.WithLabelValues(id),
 		healthyGauge:  m.healthy.WithLabelValues(id),
 	}
 	b.healthyGauge.Set(1)
-	return b
+	return b, nil
 }
 
 // endpoint returns the policy's view of b. Gateway.mu must be held.

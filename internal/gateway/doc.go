@@ -17,7 +17,19 @@
 // an OpenAI-style error event. The gateway counts what it does in Prometheus metrics registered
 // on a registry the caller passes in.
 //
+// The proxy path is built for low overhead per request, since the gateway sits in front of
+// every completion. Requests go to backends over the gateway's own pools of keep-alive
+// HTTP/1.1 connections (upstream.go, exchange.go): the handler's goroutine writes the request
+// in one write and reads the response itself, with deadlines for timeouts, and no goroutine
+// or channel of a transport in between. A pooled connection the backend closed while it was
+// idle is replaced once, transparently. Server (server.go) is a lean HTTP/1.1 server that
+// drives the Gateway, or any http.Handler, the same way: one goroutine per connection that
+// reads a request, calls the handler and writes the response, usually in one write; it
+// watches for a client that goes away only once a request has run for a while. A Gateway is
+// also an ordinary http.Handler and works under net/http's server. The HTTP/1.1 parsers
+// (h1head.go, h1request.go, h1body.go) are fuzzed against net/http's.
+//
 // New builds a Gateway, Run drives its scrape loops, ServeHTTP serves clients, Reload swaps
 // the configuration without dropping requests in flight, and Drain marks it not ready before
-// a shutdown.
+// a shutdown. NewServer and Server.Serve put it on a listener; Server.Shutdown drains it.
 package gateway

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -54,4 +55,37 @@ func Example() {
 	// Output:
 	// 200 {"choices":[{"message":{"role":"assistant","content":"Hi!"}}],"usage":{"prompt_tokens":3,"completion_tokens":1}}
 	// true [llama-3.1-8b]
+}
+
+// ExampleServer serves a handler with the gateway's HTTP/1.1 server, as cmd/route serves a
+// Gateway, and shuts it down.
+func ExampleServer() {
+	srv, err := gateway.NewServer(gateway.DefaultServerConfig(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain")
+		fmt.Fprintf(w, "%s %s", r.Method, r.URL.Path)
+	}), nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	resp, err := http.Get("http://" + ln.Addr().String() + "/health")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, resp.ContentLength, string(body))
+	fmt.Println(srv.Shutdown(context.Background()), <-served)
+	// Output:
+	// 200 11 GET /health
+	// <nil> http: Server closed
 }

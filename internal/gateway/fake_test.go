@@ -42,6 +42,8 @@ type fake struct {
 	gone      chan struct{} // when set, receives when a handler saw its client go away
 	// abortBeforeBody makes completions send their headers, then drop the connection.
 	abortBeforeBody bool
+	// connState, when set before start, is the server's connection state hook.
+	connState func(net.Conn, http.ConnState)
 }
 
 func newFake(t *testing.T, name string, models ...string) *fake {
@@ -58,6 +60,7 @@ func newFake(t *testing.T, name string, models ...string) *fake {
 // start serves on ln, or on a new loopback port when ln is nil.
 func (f *fake) start(ln net.Listener) {
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(f.serve))
+	srv.Config.ConnState = f.connState
 	if ln != nil {
 		srv.Listener.Close()
 		srv.Listener = ln

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -24,8 +25,13 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Policies is the registry policies are built from; nil means router.Builtin().
 	Policies *router.Registry
-	// Transport carries proxied requests and scrapes; nil means NewTransport().
+	// Transport carries scrapes and model-list fetches; nil means NewTransport(). Completion
+	// requests do not use it: they go over the gateway's own pools of keep-alive HTTP/1.1
+	// connections, one pool per backend.
 	Transport http.RoundTripper
+	// TLSClientConfig configures the connections completions are proxied on to https
+	// backends; nil means the system's roots. Scrapes use Transport's configuration.
+	TLSClientConfig *tls.Config
 	// OnHealth, when set, is called after a backend is ejected (ready false, with the error
 	// that ejected it) or re-admitted (ready true). It must not block.
 	OnHealth func(backend string, ready bool, err error)
@@ -33,15 +39,15 @@ type Options struct {
 
 // Gateway routes OpenAI requests to backends. It is safe for concurrent use.
 type Gateway struct {
-	opts      Options
-	transport http.RoundTripper
-	scraper   *http.Client
-	metrics   *metrics
-	promHTTP  http.Handler
-	draining  atomic.Bool
-	seq       atomic.Uint64
-	current   atomic.Pointer[state] // read without mu on the hot path
-	models    atomic.Pointer[modelIndex]
+	opts     Options
+	scraper  *http.Client
+	metrics  *metrics
+	promHTTP http.Handler
+	draining atomic.Bool
+	seq      atomic.Uint64
+	current  atomic.Pointer[state] // read without mu on the hot path
+	models   atomic.Pointer[modelIndex]
+	reasons  atomic.Pointer[map[string][]string] // X-Kvroute-Reason values by reason
 
 	mu     sync.Mutex      // guards the fields below and every backend's mutable fields
 	snap   router.Snapshot // scratch: one decision at a time builds its snapshot here
@@ -78,10 +84,11 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)
 	}
 	g := &Gateway{
-		opts: opts, transport: opts.Transport, metrics: m,
+		opts: opts, metrics: m,
 		scraper:  &http.Client{Transport: opts.Transport},
 		promHTTP: promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}),
 	}
+	g.reasons.Store(&map[string][]string{})
 	st, err := g.build(cfg, nil)
 	if err != nil {
 		return nil, err
@@ -90,8 +97,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	return g, nil
 }
 
-// NewTransport returns the transport New uses by default: keep-alive connections, many idle
-// connections per backend, no compression (bodies are relayed as they are), no proxy.
+// NewTransport returns the transport New uses by default for scrapes and model-list fetches:
+// keep-alive connections, many idle connections per backend, no compression, no proxy.
 func NewTransport() *http.Transport {
 	return &http.Transport{
 		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -128,7 +135,10 @@ func (g *Gateway) build(cfg Config, old *state) (*state, error) {
 		id, _ := normalizeURL(raw) // validated
 		b := existing[id]
 		if b == nil {
-			b = newBackend(id, g.metrics)
+			var err error
+			if b, err = newBackend(id, g.metrics, g.opts.TLSClientConfig); err != nil {
+				return nil, err
+			}
 		}
 		st.backends = append(st.backends, b)
 	}
@@ -170,6 +180,7 @@ func (g *Gateway) Reload(cfg Config) error {
 		if !kept[b] {
 			removed = append(removed, b)
 			close(b.stop)
+			b.up.closeIdle()
 		}
 	}
 	g.install(st)

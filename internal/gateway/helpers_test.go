@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -96,10 +97,28 @@ func testConfig(policy string, fakes ...*fake) Config {
 	return cfg
 }
 
+// front is how a test serves the gateway to its clients.
+type front string
+
+const (
+	frontServer  front = "server"   // the gateway's own Server, as cmd/route serves it
+	frontNetHTTP front = "net-http" // net/http's server: a Gateway is an ordinary http.Handler
+)
+
+var fronts = []front{frontServer, frontNetHTTP}
+
+// forEachFront runs test once per front, each as a subtest.
+func forEachFront(t *testing.T, test func(t *testing.T, fr front)) {
+	for _, fr := range fronts {
+		t.Run(string(fr), func(t *testing.T) { test(t, fr) })
+	}
+}
+
 // harness is a running gateway behind a loopback server.
 type harness struct {
 	g       *Gateway
-	srv     *httptest.Server
+	url     string       // the front's base URL
+	client  *http.Client // a client of the front
 	reg     *prometheus.Registry
 	spy     *spy
 	health  chan healthEvent
@@ -112,8 +131,14 @@ type healthEvent struct {
 }
 
 // start builds a gateway for cfg, probes its backends once, runs its scrape loops and
-// serves it; everything stops when the test ends.
+// serves it with its own Server; everything stops when the test ends.
 func start(t *testing.T, cfg Config) *harness {
+	t.Helper()
+	return startFront(t, cfg, frontServer)
+}
+
+// startFront is start with the gateway served by fr.
+func startFront(t *testing.T, cfg Config, fr front) *harness {
 	t.Helper()
 	h := &harness{reg: prometheus.NewRegistry(), health: make(chan healthEvent, 1024), handled: make(chan struct{}, 4096)}
 	g, err := New(cfg, Options{Metrics: h.reg, Policies: spyRegistry(&h.spy), OnHealth: func(b string, ready bool, _ error) {
@@ -130,15 +155,23 @@ func start(t *testing.T, cfg Config) *harness {
 		defer close(ran)
 		_ = g.Run(ctx)
 	}()
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer func() { h.handled <- struct{}{} }()
 		g.ServeHTTP(w, r)
-	}))
+	})
 	t.Cleanup(func() {
-		h.srv.Close()
 		cancel()
 		<-ran
 	})
+	h.client = &http.Client{Transport: &http.Transport{}}
+	t.Cleanup(h.client.CloseIdleConnections)
+	if fr == frontNetHTTP {
+		srv := httptest.NewServer(handler)
+		t.Cleanup(srv.Close)
+		h.url = srv.URL
+		return h
+	}
+	h.url = serveGateway(t, handler)
 	return h
 }
 
@@ -191,7 +224,7 @@ type response struct {
 // post sends body to path and reads the whole response.
 func (h *harness) post(t *testing.T, path, body string, header ...string) response {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.srv.URL+path, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, h.url+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +232,7 @@ func (h *harness) post(t *testing.T, path, body string, header ...string) respon
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	return do(h.srv.Client(), req)
+	return do(h.client, req)
 }
 
 func do(c *http.Client, req *http.Request) response {
@@ -244,4 +277,27 @@ func quote(s string) string {
 	}
 	b.WriteByte('"')
 	return b.String()
+}
+
+// serveGateway serves h on a loopback port with the gateway's own Server, as cmd/route does,
+// until the test ends, and returns its base URL.
+func serveGateway(tb testing.TB, h http.Handler) string {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	srv, err := NewServer(DefaultServerConfig(), h, func(err error) { tb.Error(err) })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	tb.Cleanup(func() {
+		_ = srv.Close()
+		if err := <-served; err != http.ErrServerClosed {
+			tb.Errorf("Serve: %v", err)
+		}
+	})
+	return "http://" + ln.Addr().String()
 }

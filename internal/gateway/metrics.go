@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -13,6 +15,33 @@ type metrics struct {
 	retries      *prometheus.CounterVec
 	healthy      *prometheus.GaugeVec
 	scrapeErrors *prometheus.CounterVec
+
+	// requestsMu guards requestsByKey, the requests counters already looked up: a map
+	// lookup is cheaper than the vector's, which hashes and validates every label.
+	requestsMu    sync.RWMutex
+	requestsByKey map[requestKey]prometheus.Counter
+}
+
+// requestKey is the labels of one requests_total series.
+type requestKey struct {
+	policy, backend, reason string
+	status                  int
+}
+
+// request returns the requests_total counter for the labels.
+func (m *metrics) request(policy, backend, reason string, status int) prometheus.Counter {
+	k := requestKey{policy, backend, reason, status}
+	m.requestsMu.RLock()
+	c, ok := m.requestsByKey[k]
+	m.requestsMu.RUnlock()
+	if ok {
+		return c
+	}
+	c = m.requests.WithLabelValues(policy, backend, reason, statusLabel(status))
+	m.requestsMu.Lock()
+	m.requestsByKey[k] = c
+	m.requestsMu.Unlock()
+	return c
 }
 
 // microBuckets are latency buckets from 1µs to about 1s, doubling.
@@ -20,6 +49,7 @@ var microBuckets = prometheus.ExponentialBuckets(1e-6, 2, 21)
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
+		requestsByKey: map[requestKey]prometheus.Counter{},
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kvroute_gateway_requests_total",
 			Help: "Completion requests by policy, final backend, decision reason and status: the HTTP status, or 499 when the client went away, 502/504 when a started stream failed.",
@@ -63,5 +93,12 @@ func (m *metrics) forget(id string) {
 	m.retries.DeleteLabelValues(id)
 	m.healthy.DeleteLabelValues(id)
 	m.scrapeErrors.DeleteLabelValues(id)
+	m.requestsMu.Lock()
+	for k := range m.requestsByKey {
+		if k.backend == id {
+			delete(m.requestsByKey, k)
+		}
+	}
+	m.requestsMu.Unlock()
 	m.requests.DeletePartialMatch(prometheus.Labels{"backend": id})
 }

@@ -37,7 +37,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatalf("status %d", r.status)
 	}
 	h.waitHandled(t, 1)
-	resp, err := http.Get(h.srv.URL + "/metrics")
+	resp, err := http.Get(h.url + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,12 +2,12 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strconv"
 	"syscall"
 	"time"
@@ -45,7 +45,10 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 		g.reject(w, st, errUnauthorized)
 		return
 	}
-	body, oerr := readBody(r, st.cfg.Limits.MaxBodyBytes)
+	c := getCall(start)
+	defer putCall(c)
+	body, oerr := readBody(r, st.cfg.Limits.MaxBodyBytes, c.body)
+	c.body = body
 	if oerr != nil {
 		g.reject(w, st, oerr)
 		return
@@ -60,38 +63,32 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 			Message: fmt.Sprintf("model %q is not served by any backend", req.Model), Param: "model", Code: "model_not_found"})
 		return
 	}
-	c := getCall(start)
-	defer func() {
-		g.metrics.requests.WithLabelValues(st.policy.Name(), c.backend, c.reason, statusLabel(c.status)).Inc()
-		putCall(c)
-	}()
 	g.route(w, r, st, c, req, body, k)
+	g.metrics.request(st.policy.Name(), c.backend, c.reason, c.status).Inc()
 }
 
 // reject answers a request the gateway refuses before routing it.
 func (g *Gateway) reject(w http.ResponseWriter, st *state, e *openai.Error) {
 	openai.WriteError(w, e)
-	g.metrics.requests.WithLabelValues(st.policy.Name(), "", "", statusLabel(e.Status)).Inc()
+	g.metrics.request(st.policy.Name(), "", "", e.Status).Inc()
 }
 
-// readBody reads the whole request body, up to limit bytes.
-func readBody(r *http.Request, limit int64) ([]byte, *openai.Error) {
-	tooLarge := &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest,
-		Message: "request body larger than " + strconv.FormatInt(limit, 10) + " bytes", Code: "request_too_large"}
+// readBody reads the whole request body, up to limit bytes, into buf's storage.
+func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *openai.Error) {
 	if r.ContentLength > limit {
-		return nil, tooLarge
+		return nil, tooLarge(limit)
 	}
 	var body []byte
 	var err error
 	if r.ContentLength >= 0 {
-		body = make([]byte, r.ContentLength)
+		body = slices.Grow(buf[:0], int(r.ContentLength))[:r.ContentLength]
 		_, err = io.ReadFull(r.Body, body)
 	} else {
-		var buf bytes.Buffer
-		_, err = buf.ReadFrom(io.LimitReader(r.Body, limit+1))
-		body = buf.Bytes()
+		b := bytes.NewBuffer(buf[:0])
+		_, err = b.ReadFrom(io.LimitReader(r.Body, limit+1))
+		body = b.Bytes()
 		if int64(len(body)) > limit {
-			return nil, tooLarge
+			return nil, tooLarge(limit)
 		}
 	}
 	if err != nil {
@@ -99,6 +96,11 @@ func readBody(r *http.Request, limit int64) ([]byte, *openai.Error) {
 			Message: "reading request body: " + err.Error(), Code: "invalid_body"}
 	}
 	return body, nil
+}
+
+func tooLarge(limit int64) *openai.Error {
+	return &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest,
+		Message: "request body larger than " + strconv.FormatInt(limit, 10) + " bytes", Code: "request_too_large"}
 }
 
 // parse builds the policy's view of a request: model, prompt and messages, tenant and session
@@ -157,7 +159,7 @@ func (g *Gateway) route(w http.ResponseWriter, r *http.Request, st *state, c *ca
 			g.noBackend(w, c, req, err, attempt)
 			return
 		}
-		c.backend, c.reason = res.b.id, res.decision.Reason
+		c.backend, c.reason, c.endpointHdr = res.b.id, res.decision.Reason, res.b.endpointHdr
 		if attempt == 0 {
 			g.metrics.overhead.Observe(time.Since(c.start).Seconds())
 		}
@@ -198,26 +200,20 @@ func failureError(err error) *openai.Error {
 func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, st *state, c *call, res *reservation, body []byte, k kind, last bool) outcome {
 	c.usage = router.Usage{}
 	defer func() { res.release(c.usage, time.Now()) }()
-	ctx, cancel := context.WithCancelCause(r.Context())
-	defer cancel(nil)
-	wd := startWatchdog(cancel, st.cfg.Timeouts)
-	defer wd.stop()
-	resp, err := g.send(ctx, r, st, res.b, body, k)
-	if err != nil {
-		return g.failedEarly(w, r, ctx, c, res.b, err, last)
+	x := &c.ex
+	defer x.close()
+	if err := g.send(r, st, x, res.b, body, k); err != nil {
+		return g.failedEarly(w, r, c, res.b, err, last)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode >= 500 && !last {
-		c.lastErr = fmt.Errorf("backend %s: status %d", res.b.id, resp.StatusCode)
+	if x.head.status >= 500 && !last {
+		c.lastErr = fmt.Errorf("backend %s: status %d", res.b.id, x.head.status)
 		return retry
 	}
-	wd.enter(phaseFirstByte)
-	n, rerr := readSome(resp.Body, c.buf)
+	n, rerr := readSome(x, c.buf)
 	if n == 0 && rerr != nil && rerr != io.EOF {
-		return g.failedEarly(w, r, ctx, c, res.b, rerr, last)
+		return g.failedEarly(w, r, c, res.b, rerr, last)
 	}
-	wd.enter(phaseIdle)
-	g.relay(w, r, ctx, c, res.req, resp, n, rerr, wd)
+	g.relay(w, r, c, res.req, x, n, rerr)
 	return done
 }
 
@@ -231,31 +227,26 @@ func readSome(r io.Reader, buf []byte) (int, error) {
 	}
 }
 
-// send forwards the original body to b with the client's end-to-end headers.
-func (g *Gateway) send(ctx context.Context, r *http.Request, st *state, b *backend, body []byte, k kind) (*http.Response, error) {
-	url := b.chatURL
+// send forwards the original body to b with the client's end-to-end header fields and reads
+// the response head.
+func (g *Gateway) send(r *http.Request, st *state, x *exchange, b *backend, body []byte, k kind) error {
+	path := b.up.chatPath
 	if k == kindCompletion {
-		url = b.complURL
+		path = b.up.complPath
 	}
-	out, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	copyRequestHeader(out.Header, r.Header, len(st.keys) > 0)
-	return g.transport.RoundTrip(out)
+	x.reqHead = b.up.appendRequestHead(x.reqHead[:0], path, r.Header, len(st.keys) > 0, len(body))
+	return x.send(r.Context(), b.up, body, st.cfg.Timeouts)
 }
 
 // failedEarly handles a failure before any byte reached the client: the client left (done),
 // or the backend failed (retry, or on the last attempt a 502 or 504 error body). A refused
 // or reset connection ejects the backend until its next good scrape.
-func (g *Gateway) failedEarly(w http.ResponseWriter, r *http.Request, ctx context.Context, c *call, b *backend, err error, last bool) outcome {
+func (g *Gateway) failedEarly(w http.ResponseWriter, r *http.Request, c *call, b *backend, err error, last bool) outcome {
 	if r.Context().Err() != nil {
 		c.status = statusClientClosed
 		return done
 	}
-	if cause := context.Cause(ctx); isTimeout(cause) {
-		err = cause
-	} else if isConnFailure(err) {
+	if !isTimeout(err) && isConnFailure(err) {
 		g.eject(b, err)
 	}
 	c.lastErr = fmt.Errorf("backend %s: %w", b.id, err)

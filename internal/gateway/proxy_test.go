@@ -10,9 +10,11 @@ import (
 	"kvroute/router"
 )
 
-func TestProxy(t *testing.T) {
+func TestProxy(t *testing.T) { forEachFront(t, testProxy) }
+
+func testProxy(t *testing.T, fr front) {
 	a, b := newFake(t, "a"), newFake(t, "b")
-	h := start(t, testConfig("spy-round-robin", a, b))
+	h := startFront(t, testConfig("spy-round-robin", a, b), fr)
 	cases := []struct {
 		name      string
 		path      string
@@ -100,12 +102,14 @@ func lastFinish(t *testing.T, s *spy) finish {
 	return s.finished[id]
 }
 
-func TestRequestErrors(t *testing.T) {
+func TestRequestErrors(t *testing.T) { forEachFront(t, testRequestErrors) }
+
+func testRequestErrors(t *testing.T, fr front) {
 	a := newFake(t, "a")
 	cfg := testConfig("prefix-score", a)
 	cfg.APIKeys = []string{"k1", "k2"}
 	cfg.Limits.MaxBodyBytes = 4096
-	h := start(t, cfg)
+	h := startFront(t, cfg, fr)
 	auth := []string{"Authorization", "Bearer k2"}
 	cases := []struct {
 		name       string
@@ -161,7 +165,7 @@ func TestNoReadyBackend(t *testing.T) {
 	if resp.status != http.StatusServiceUnavailable || !strings.Contains(resp.body, `"no_backend"`) {
 		t.Errorf("status %d body %s, want 503 no_backend", resp.status, resp.body)
 	}
-	r, err := http.Get(h.srv.URL + "/ready")
+	r, err := http.Get(h.url + "/ready")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,14 +1,12 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"io"
+	"maps"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"kvroute/internal/openai"
@@ -28,11 +26,15 @@ type call struct {
 	scan    openai.StreamScanner
 	kept    []byte // a non-streamed 200 body, for its usage; nil once it outgrew maxKeptBody
 	exclude []*backend
+	ex      exchange
+	body    []byte // the request body's storage
 	usage   router.Usage
 	lastErr error
 	status  int
 	backend string
 	reason  string
+	// endpointHdr is the X-Kvroute-Endpoint value for backend.
+	endpointHdr []string
 }
 
 var callPool = sync.Pool{New: func() any { return &call{buf: make([]byte, 32<<10), kept: make([]byte, 0, 4<<10)} }}
@@ -48,26 +50,31 @@ func putCall(c *call) {
 	if cap(c.kept) > 64<<10 || c.kept == nil {
 		c.kept = make([]byte, 0, 4<<10)
 	}
-	*c = call{buf: c.buf, scan: c.scan, kept: c.kept[:0], exclude: c.exclude[:0]}
+	if cap(c.body) > 1<<20 {
+		c.body = nil
+	}
+	c.ex.recycle()
+	*c = call{buf: c.buf, scan: c.scan, kept: c.kept[:0], exclude: c.exclude[:0], ex: c.ex, body: c.body[:0]}
 	callPool.Put(c)
 }
 
 // relay writes the backend's response to the client, chunk by chunk, flushing after each
-// chunk of an event stream, and watches the body for its usage.
-func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, ctx context.Context, c *call, req *router.Request, resp *http.Response, n int, rerr error, wd *watchdog) {
-	stream := strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream")
+// chunk of an event stream, and watches the body for its usage. n bytes of the body are in
+// c.buf already, and rerr is the error that came with them.
+func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, c *call, req *router.Request, x *exchange, n int, rerr error) {
+	stream := x.head.stream
 	h := w.Header()
-	copyResponseHeader(h, resp.Header)
+	setFields(h, x.head.fields)
 	// Which backend served the request and why: load generators record them per request.
-	h["X-Kvroute-Endpoint"] = []string{c.backend}
-	h["X-Kvroute-Reason"] = []string{c.reason}
-	w.WriteHeader(resp.StatusCode)
-	c.status = resp.StatusCode
+	h["X-Kvroute-Endpoint"] = c.endpointHdr
+	h["X-Kvroute-Reason"] = g.reasonHeader(c.reason)
+	w.WriteHeader(x.head.status)
+	c.status = x.head.status
 	var fl http.Flusher
 	if stream {
 		fl, _ = w.(http.Flusher)
 	}
-	keep := !stream && resp.StatusCode == http.StatusOK
+	keep := !stream && x.head.status == http.StatusOK
 	for {
 		if n > 0 {
 			p := c.buf[:n]
@@ -88,17 +95,16 @@ func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, ctx context.Cont
 		if rerr != nil {
 			break
 		}
-		n, rerr = resp.Body.Read(c.buf)
-		wd.kick()
+		n, rerr = x.Read(c.buf)
 	}
 	c.usage = c.usageOf(req, stream)
-	g.endRelay(w, r, ctx, c, stream, rerr, fl)
+	g.endRelay(w, r, c, stream, rerr, fl)
 }
 
 // endRelay ends the client's response after the backend's body ended with rerr. A stream
 // that broke, or ended without its [DONE] event, gets an error event; a non-streamed body
 // that broke is aborted so the client sees a failed response, never a truncated one.
-func (g *Gateway) endRelay(w http.ResponseWriter, r *http.Request, ctx context.Context, c *call, stream bool, rerr error, fl http.Flusher) {
+func (g *Gateway) endRelay(w http.ResponseWriter, r *http.Request, c *call, stream bool, rerr error, fl http.Flusher) {
 	var err error
 	switch {
 	case r.Context().Err() != nil:
@@ -111,9 +117,6 @@ func (g *Gateway) endRelay(w http.ResponseWriter, r *http.Request, ctx context.C
 		err = errors.New("backend stream ended without [DONE]")
 	default:
 		err = rerr
-		if cause := context.Cause(ctx); isTimeout(cause) {
-			err = cause
-		}
 	}
 	e := failureError(err)
 	c.status = e.Status
@@ -153,90 +156,35 @@ func (c *call) usageOf(req *router.Request, stream bool) router.Usage {
 	return router.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CompletionTokens: u.CompletionTokens}
 }
 
-// Timeout errors, the causes of an attempt's cancellation by its watchdog.
-var (
-	ErrHeaderTimeout    = errors.New("gateway: backend sent no response headers in time")
-	ErrFirstByteTimeout = errors.New("gateway: backend sent no response body in time")
-	ErrIdleTimeout      = errors.New("gateway: backend stream idle for too long")
-)
+// maxReasons bounds the decision reasons whose header values are kept.
+const maxReasons = 256
 
-func isTimeout(err error) bool {
-	return errors.Is(err, ErrHeaderTimeout) || errors.Is(err, ErrFirstByteTimeout) || errors.Is(err, ErrIdleTimeout)
-}
-
-type phase uint32
-
-const (
-	phaseHeader phase = iota
-	phaseFirstByte
-	phaseIdle
-)
-
-var phaseErrs = [...]error{ErrHeaderTimeout, ErrFirstByteTimeout, ErrIdleTimeout}
-
-// watchdog cancels an attempt that waits too long in its current phase.
-type watchdog struct {
-	timer  *time.Timer
-	phase  atomic.Uint32
-	to     TimeoutsConfig
-	cancel context.CancelCauseFunc
-}
-
-func startWatchdog(cancel context.CancelCauseFunc, to TimeoutsConfig) *watchdog {
-	wd := &watchdog{to: to, cancel: cancel}
-	wd.timer = time.AfterFunc(to.Header, wd.fire)
-	return wd
-}
-
-func (wd *watchdog) fire() { wd.cancel(phaseErrs[wd.phase.Load()]) }
-
-func (wd *watchdog) enter(p phase) {
-	wd.phase.Store(uint32(p))
-	d := wd.to.FirstByte
-	if p == phaseIdle {
-		d = wd.to.Idle
+// reasonHeader returns the X-Kvroute-Reason header value for reason, made once per reason:
+// policies have a handful of reasons, and the copy-on-write map is read without a lock.
+func (g *Gateway) reasonHeader(reason string) []string {
+	m := g.reasons.Load()
+	if v, ok := (*m)[reason]; ok {
+		return v
 	}
-	wd.timer.Reset(d)
-}
-
-func (wd *watchdog) kick() { wd.timer.Reset(wd.to.Idle) }
-
-func (wd *watchdog) stop() { wd.timer.Stop() }
-
-// hopHeaders are the hop-by-hop headers a proxy does not forward (RFC 9110 §7.6.1), plus
-// those the gateway or the transport sets itself.
-var hopHeaders = map[string]bool{
-	"Connection": true, "Keep-Alive": true, "Proxy-Connection": true, "Proxy-Authenticate": true,
-	"Proxy-Authorization": true, "Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-}
-
-// copyRequestHeader copies the client's end-to-end headers. Accept-Encoding is dropped so the
-// backend answers uncompressed (the gateway reads usage from the body), and Authorization
-// when the gateway itself checked it.
-func copyRequestHeader(dst, src http.Header, dropAuth bool) {
-	for k, v := range src {
-		if hopHeaders[k] || k == "Accept-Encoding" || k == "Content-Length" || (dropAuth && k == "Authorization") {
-			continue
-		}
-		dst[k] = v
+	v := []string{reason}
+	if len(*m) < maxReasons {
+		next := make(map[string][]string, len(*m)+1)
+		maps.Copy(next, *m)
+		next[reason] = v
+		g.reasons.CompareAndSwap(m, &next) // a lost race only costs a later miss
 	}
-	removeConnectionHeaders(dst, src)
+	return v
 }
 
-func copyResponseHeader(dst, src http.Header) {
-	for k, v := range src {
-		if !hopHeaders[k] {
-			dst[k] = v
-		}
-	}
-	removeConnectionHeaders(dst, src)
-}
-
-// removeConnectionHeaders drops the headers src's Connection header names as hop-by-hop.
-func removeConnectionHeaders(dst, src http.Header) {
-	for _, v := range src["Connection"] {
-		for _, name := range strings.Split(v, ",") {
-			delete(dst, http.CanonicalHeaderKey(strings.TrimSpace(name)))
+// setFields adds a response's forwarded fields to h, with one allocation for all of them.
+func setFields(h http.Header, fields []field) {
+	vals := make([]string, len(fields))
+	for i, f := range fields {
+		vals[i] = f.value
+		if vs, ok := h[f.key]; ok {
+			h[f.key] = append(vs, f.value)
+		} else {
+			h[f.key] = vals[i : i+1 : i+1]
 		}
 	}
 }

@@ -115,10 +115,12 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 	}
 }
 
-func TestStreamBreaksMidway(t *testing.T) {
+func TestStreamBreaksMidway(t *testing.T) { forEachFront(t, testStreamBreaksMidway) }
+
+func testStreamBreaksMidway(t *testing.T, fr front) {
 	a := newFake(t, "a")
 	a.dieAfter = 2
-	h := start(t, testConfig("spy-least-request", a))
+	h := startFront(t, testConfig("spy-least-request", a), fr)
 	r := h.post(t, "/v1/chat/completions", chatBody("x", true, ""))
 	if r.status != http.StatusOK {
 		t.Fatalf("status %d", r.status)
@@ -140,13 +142,15 @@ func TestStreamBreaksMidway(t *testing.T) {
 	}
 }
 
-func TestIdleTimeout(t *testing.T) {
+func TestIdleTimeout(t *testing.T) { forEachFront(t, testIdleTimeout) }
+
+func testIdleTimeout(t *testing.T, fr front) {
 	a := newFake(t, "a")
 	a.hold = make(chan struct{})
 	t.Cleanup(func() { close(a.hold) })
 	cfg := testConfig("least-request", a)
 	cfg.Timeouts.Idle = 50 * time.Millisecond
-	h := start(t, cfg)
+	h := startFront(t, cfg, fr)
 	r := h.post(t, "/v1/chat/completions", chatBody("x", true, ""))
 	ev := events(r.body)
 	if r.status != 200 || len(ev) == 0 || !strings.Contains(ev[len(ev)-1], `"code":"backend_timeout"`) {
@@ -157,13 +161,17 @@ func TestIdleTimeout(t *testing.T) {
 }
 
 func TestClientDisconnectCancelsBackend(t *testing.T) {
+	forEachFront(t, testClientDisconnectCancelsBackend)
+}
+
+func testClientDisconnectCancelsBackend(t *testing.T, fr front) {
 	a := newFake(t, "a")
 	a.hold, a.started, a.gone = make(chan struct{}), make(chan string, 1), make(chan struct{}, 1)
 	t.Cleanup(func() { close(a.hold) })
-	h := start(t, testConfig("spy-least-request", a))
+	h := startFront(t, testConfig("spy-least-request", a), fr)
 	ctx, cancel := context.WithCancel(context.Background())
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.srv.URL+"/v1/chat/completions", strings.NewReader(chatBody("x", true, "")))
-	resp, err := h.srv.Client().Do(req)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+"/v1/chat/completions", strings.NewReader(chatBody("x", true, "")))
+	resp, err := h.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestParseRequest(t *testing.T) {
 
 func TestModelsUnion(t *testing.T) {
 	h := start(t, testConfig("random", newFake(t, "a", "m1", "lora-x"), newFake(t, "b", "m2", "m1")))
-	resp, err := http.Get(h.srv.URL + "/v1/models")
+	resp, err := http.Get(h.url + "/v1/models")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestModelsUnion(t *testing.T) {
 func TestHealthReadyDrain(t *testing.T) {
 	h := start(t, testConfig("random", newFake(t, "a")))
 	get := func(path string) int {
-		resp, err := http.Get(h.srv.URL + path)
+		resp, err := http.Get(h.url + path)
 		if err != nil {
 			t.Fatal(err)
 		}
