@@ -226,13 +226,8 @@ func hexDigit(c byte) (byte, bool) {
 // readLine reads one line ending in LF (an optional CR before it is dropped). A line longer
 // than the reader's buffer is an error.
 func readLine(br *bufio.Reader) ([]byte, error) {
-	line, err := br.ReadSlice('\n')
-	switch {
-	case err == bufio.ErrBufferFull:
-		return nil, errLineTooLong
-	case err == io.EOF && len(line) > 0:
-		return nil, io.ErrUnexpectedEOF
-	case err != nil:
+	line, err := readRawLine(br)
+	if err != nil {
 		return nil, err
 	}
 	return trimCR(line[:len(line)-1]), nil
@@ -241,6 +236,19 @@ func readLine(br *bufio.Reader) ([]byte, error) {
 // readChunkLine reads a line of chunked framing, which must end in CRLF: a bare LF there
 // is refused, as net/http refuses it, so that no two parsers split a body differently.
 func readChunkLine(br *bufio.Reader) ([]byte, error) {
+	line, err := readRawLine(br)
+	if err != nil {
+		return nil, err
+	}
+	if len(line) < 2 || line[len(line)-2] != '\r' {
+		return nil, errChunkLF
+	}
+	return line[:len(line)-2], nil
+}
+
+// readRawLine reads one line with its LF; a line longer than the reader's buffer, or one cut
+// by the end of the stream, is an error.
+func readRawLine(br *bufio.Reader) ([]byte, error) {
 	line, err := br.ReadSlice('\n')
 	switch {
 	case err == bufio.ErrBufferFull:
@@ -249,10 +257,8 @@ func readChunkLine(br *bufio.Reader) ([]byte, error) {
 		return nil, io.ErrUnexpectedEOF
 	case err != nil:
 		return nil, err
-	case len(line) < 2 || line[len(line)-2] != '\r':
-		return nil, errChunkLF
 	}
-	return line[:len(line)-2], nil
+	return line, nil
 }
 
 func trimCR(b []byte) []byte {
