@@ -240,8 +240,8 @@ func printList(w io.Writer) {
 	}
 	fmt.Fprintln(w, "workload kinds:")
 	for _, k := range []workloads.Kind{workloads.KindSharedPrefix, workloads.KindSyntheticChat, workloads.KindShareGPT,
-		workloads.KindMooncake, workloads.KindAzure, workloads.KindMix} {
+		workloads.KindChatPrefixes, workloads.KindMooncake, workloads.KindAzure, workloads.KindMix} {
 		fmt.Fprintln(w, "  "+string(k))
 	}
-	fmt.Fprintln(w, "arrival processes:\n  poisson\n  gamma\n  constant\n  immediate\n  trace")
+	fmt.Fprintln(w, "arrival processes:\n  poisson\n  gamma\n  constant\n  immediate\n  trace\n  (or arrival.stages: a ladder of poisson stages)")
 }
