@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -40,8 +41,10 @@ func benchBackend() *httptest.Server {
 // BenchmarkProxy compares requests sent straight to a backend with requests sent through the
 // gateway (policy prefix-score, decision included), with a ~2 KB chat body, at concurrency 1
 // and 64. "gateway" serves the gateway with its own Server, as cmd/route does;
-// "gateway-nethttp" serves the same handler with net/http's server, for comparison. Besides
-// ns/op it reports the latency p50 and p99 in µs and the throughput in req/s.
+// "gateway-nethttp" serves the same handler with net/http's server, for comparison; "tcp-relay"
+// is the floor of any proxy on this setup: a byte relay that parses nothing and decides
+// nothing, but makes the same socket calls. Besides ns/op it reports the latency p50 and p99
+// in µs and the throughput in req/s.
 func BenchmarkProxy(b *testing.B) {
 	be1, be2 := benchBackend(), benchBackend()
 	defer be1.Close()
@@ -60,12 +63,13 @@ func BenchmarkProxy(b *testing.B) {
 	front := serveGateway(b, g)
 	netFront := httptest.NewServer(g)
 	defer netFront.Close()
+	relay := tcpRelay(b, be1.Listener.Addr().String())
 
 	prompt := routertest.Words(rand.New(rand.NewPCG(1, 2)), 1900)
 	body := []byte(chatBody(prompt, false, ""))
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}
 	for _, conc := range []int{1, 64} {
-		for _, target := range []struct{ name, url string }{{"direct", be1.URL}, {"gateway", front}, {"gateway-nethttp", netFront.URL}} {
+		for _, target := range []struct{ name, url string }{{"direct", be1.URL}, {"gateway", front}, {"gateway-nethttp", netFront.URL}, {"tcp-relay", relay}} {
 			b.Run(fmt.Sprintf("c=%d/%s", conc, target.name), func(b *testing.B) {
 				load(b, client, target.url+"/v1/chat/completions", body, conc)
 			})
@@ -155,4 +159,33 @@ func BenchmarkReadRequestHead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// tcpRelay serves a byte relay to backend on a loopback port: one backend connection per
+// client connection, copied both ways. It returns the relay's base URL.
+func tcpRelay(b *testing.B, backend string) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				u, err := net.Dial("tcp", backend)
+				if err != nil {
+					return
+				}
+				defer u.Close()
+				go func() { _, _ = io.Copy(u, c); _ = u.(*net.TCPConn).CloseWrite() }()
+				_, _ = io.Copy(c, u)
+			}()
+		}
+	}()
+	return "http://" + ln.Addr().String()
 }
