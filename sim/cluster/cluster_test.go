@@ -48,13 +48,13 @@ type outcome struct {
 	sim     *Sim
 }
 
-func simulate(t *testing.T, cfg Config, policy string, w workloads.Config, seed uint64) outcome {
+func simulate(t *testing.T, cfg Config, policy string, w workloads.Config, seed uint64, opts ...workloads.Option) outcome {
 	t.Helper()
 	p, err := router.Builtin().New(policy, nil, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	stream, err := workloads.Build(w, seed)
+	stream, err := workloads.Build(w, seed, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -193,5 +193,26 @@ func TestRouterAndEngineHashBlocksAlike(t *testing.T) {
 	}
 	if prefix.ModelSalt(model) != engine.BlockHash(0, modelSalt(model)) {
 		t.Fatal("model salts differ")
+	}
+}
+
+// TestTextFreeRunsNeedNoText checks what lets cmd/simulate skip generating prompt text for a
+// text-free policy: its run is record for record the same with the text as without it, on
+// multi-turn chat whose next turns re-send the history. (prefix-score, which reads text,
+// differs: the comparison has teeth.)
+func TestTextFreeRunsNeedNoText(t *testing.T) {
+	w := workloads.Config{
+		Workload: workloads.WorkloadConfig{Kind: workloads.KindSyntheticChat},
+		Arrival:  workloads.ArrivalConfig{Process: workloads.ProcessPoisson, Rate: 20},
+		Requests: 400,
+	}
+	cfg := Config{Replicas: fleet(4, 0), Model: model, MetricsInterval: DefaultMetricsInterval}
+	for _, policy := range []string{"round-robin", "least-request", "precise-prefix", "prefix-score"} {
+		p, _ := router.Builtin().New(policy, nil, 1)
+		with := simulate(t, cfg, policy, w, 3, workloads.WithText(true))
+		without := simulate(t, cfg, policy, w, 3, workloads.WithText(false))
+		if same := gocmp.Equal(with.records, without.records); same != !router.ReadsText(p) {
+			t.Errorf("%s (reads text: %v): records the same without text: %v", policy, router.ReadsText(p), same)
+		}
 	}
 }
