@@ -71,11 +71,11 @@ func start(t *testing.T, n int, policy string, speed float64) *system {
 }
 
 type reply struct {
-	status              int
-	text                string
-	cached, completion  int
-	done, errorEvent    bool
-	endpoint, transport string
+	status             int
+	text               string
+	cached, completion int
+	done, errorEvent   bool
+	transport          string
 }
 
 // chat sends a chat completion and reads the whole answer, streamed or not.

@@ -61,16 +61,6 @@ func (s *epSet) has(ep int32) bool {
 	return ep >= 0 && s.word(int(ep>>6))&(uint64(1)<<(ep&63)) != 0
 }
 
-// rank returns how many endpoints of the set are below ep.
-func (s *epSet) rank(ep int32) int {
-	w := int(ep >> 6)
-	r := bits.OnesCount64(s.word(w) & (uint64(1)<<(ep&63) - 1))
-	for v := range min(w, s.words()) {
-		r += bits.OnesCount64(s.word(v))
-	}
-	return r
-}
-
 // empty reports whether the set has no endpoint.
 func (s *epSet) empty() bool {
 	if s.lo != 0 {
