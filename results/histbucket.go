@@ -87,9 +87,12 @@ func initHistTables() {
 			histSlices[i] = int32(b)
 			continue
 		}
-		first := (int64(1)<<histSliceBits | next) << (n - 1) >> histSliceBits
-		if n-1 < histSliceBits {
-			first = (int64(1)<<histSliceBits | next) >> (histSliceBits - (n - 1))
+		// The slice's smallest value: its leading one and next bits, then zeros.
+		first, top := int64(0), int64(1)<<histSliceBits|next
+		if sh := n - 1 - histSliceBits; sh >= 0 {
+			first = top << sh
+		} else {
+			first = top >> -sh
 		}
 		for b < histMaxBucket && histLower[b+1] <= first {
 			b++
