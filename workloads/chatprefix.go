@@ -168,12 +168,7 @@ func (w WorkloadConfig) resolveChatPrefixes() WorkloadConfig {
 	setDefault(&w.PromptTokens, defaultPrefixUserTokens)
 	setDefault(&w.AnswerTokens, defaultPrefixAnswerTokens)
 	setDefault(&w.OutputTokens, defaultPrefixOutputTokens)
-	setDefault(&w.LengthDist, DistLogNormal)
-	if w.LengthDist == DistLogNormal {
-		setDefault(&w.PromptSigma, defaultPromptSigma)
-		setDefault(&w.OutputSigma, defaultOutputSigma)
-	}
-	setDefault(&w.MaxMessageTokens, defaultMaxMessageTokens)
+	w = w.resolveMessageLengths()
 	setDefault(&w.MaxPromptTokens, defaultPrefixMaxPrompt)
 	return w
 }

@@ -87,12 +87,7 @@ func (w WorkloadConfig) resolveSyntheticChat() WorkloadConfig {
 	setDefault(&w.MaxTurns, defaultMaxTurns)
 	setDefault(&w.PromptTokens, defaultPromptTokens)
 	setDefault(&w.OutputTokens, defaultChatOutputTokens)
-	setDefault(&w.LengthDist, DistLogNormal)
-	if w.LengthDist == DistLogNormal {
-		setDefault(&w.PromptSigma, defaultPromptSigma)
-		setDefault(&w.OutputSigma, defaultOutputSigma)
-	}
-	setDefault(&w.MaxMessageTokens, defaultMaxMessageTokens)
+	w = w.resolveMessageLengths()
 	if w.SystemPrompts > 0 {
 		setDefault(&w.SystemPromptTokens, defaultChatSystemTokens)
 	}
@@ -158,4 +153,16 @@ func setDefault[T int | float64 | string | time.Duration](p *T, def T) {
 	if *p == zero {
 		*p = def
 	}
+}
+
+// resolveMessageLengths defaults the message-length distribution shared by the conversation
+// kinds (synthetic-chat, chat-prefixes): log-normal with ShareGPT's spreads, capped.
+func (w WorkloadConfig) resolveMessageLengths() WorkloadConfig {
+	setDefault(&w.LengthDist, DistLogNormal)
+	if w.LengthDist == DistLogNormal {
+		setDefault(&w.PromptSigma, defaultPromptSigma)
+		setDefault(&w.OutputSigma, defaultOutputSigma)
+	}
+	setDefault(&w.MaxMessageTokens, defaultMaxMessageTokens)
+	return w
 }
