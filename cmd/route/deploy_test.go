@@ -38,6 +38,9 @@ func TestDeployConfigMapIsValid(t *testing.T) {
 		if err := decodeYAML([]byte(doc.Data["route.yaml"]), &cfg); err != nil {
 			t.Fatalf("route.yaml in the ConfigMap: %v", err)
 		}
+		if err := cfg.Server.Validate(); err != nil {
+			t.Fatalf("route.yaml in the ConfigMap: %v", err)
+		}
 		if err := cfg.Gateway.Validate(); err != nil {
 			t.Fatalf("route.yaml in the ConfigMap: %v", err)
 		}

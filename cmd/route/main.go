@@ -98,7 +98,7 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 	if err != nil {
 		return err
 	}
-	srv, err := newServer(o.httpServer, g, log)
+	srv, err := newServer(cfg.HTTPServer, cfg.Server, g, log)
 	if err != nil {
 		_ = ln.Close()
 		return err
@@ -149,6 +149,11 @@ func reload(o *options, cfg *fileConfig, g *gateway.Gateway, log *slog.Logger) e
 		log.Warn("listen address changes need a restart", "listening", cfg.Listen, "configured", next.Listen)
 		next.Listen = cfg.Listen
 	}
+	if next.HTTPServer != cfg.HTTPServer || next.Server != cfg.Server {
+		log.Warn("http_server and server changes need a restart", "running", fmt.Sprintf("%s %+v", cfg.HTTPServer, cfg.Server),
+			"configured", fmt.Sprintf("%s %+v", next.HTTPServer, next.Server))
+		next.HTTPServer, next.Server = cfg.HTTPServer, cfg.Server
+	}
 	*cfg = next
 	log.Info("configuration reloaded", "policy", next.Gateway.Policy, "backends", strings.Join(next.Gateway.Backends, ","))
 	return nil
@@ -178,19 +183,19 @@ func parseLevel(s string) (slog.Level, error) {
 }
 
 // httpServer is the front end serving the gateway: the gateway's own lean HTTP/1.1 server or
-// net/http's, which has what the lean one leaves out (1xx responses, request trailers, a 1 MB
-// header limit rather than 64 KB) at about 40% less throughput at high concurrency.
+// net/http's, which has what the lean one leaves out (1xx responses, request trailers, header
+// lines over 8 KB) at less throughput at high concurrency (README "The router in production").
 type httpServer interface {
 	Serve(net.Listener) error
 	Shutdown(context.Context) error
 	Close() error
 }
 
-// newServer returns the front end named by -http-server: "lean" or "std".
-func newServer(kind string, h http.Handler, log *slog.Logger) (httpServer, error) {
+// newServer returns the front end named by http_server ("lean" or "std") with cfg's limits.
+func newServer(kind string, cfg gateway.ServerConfig, h http.Handler, log *slog.Logger) (httpServer, error) {
 	if kind == "std" {
-		return &http.Server{Handler: h, ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second,
-			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
+		return &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+			MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
 	}
-	return gateway.NewServer(gateway.DefaultServerConfig(), h, func(err error) { log.Warn("server", "err", err) })
+	return gateway.NewServer(cfg, h, func(err error) { log.Warn("server", "err", err) })
 }

@@ -34,6 +34,8 @@ func TestLoadConfig(t *testing.T) {
 listen: 0.0.0.0:9000
 drain_timeout: 5s
 log_level: debug
+http_server: std
+server: {read_header_timeout: 5s, idle_timeout: 1m, max_header_bytes: 4096}
 policy: prefix-cache
 policy_params: {imbalance_abs: 8}
 seed: 7
@@ -60,8 +62,11 @@ limits: {max_body_bytes: 1048576, max_retries: 1}
 			if diff := cmp.Diff(want, c.Gateway); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if c.Listen != "0.0.0.0:9000" || c.DrainTimeout != 5*time.Second || c.LogLevel != "debug" {
+			if c.Listen != "0.0.0.0:9000" || c.DrainTimeout != 5*time.Second || c.LogLevel != "debug" || c.HTTPServer != "std" {
 				t.Errorf("process settings %+v", c)
+			}
+			if want := (gateway.ServerConfig{ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 4096}); c.Server != want {
+				t.Errorf("server %+v, want %+v", c.Server, want)
 			}
 		}, ""},
 		{"flags override the file", []string{"-config", full, "-policy", "least-request", "-backends", "http://c:1", "-scrape-interval", "20ms", "-api-keys", "", "-policy-params", `{"x":1}`}, func(t *testing.T, c fileConfig) {
@@ -77,7 +82,17 @@ limits: {max_body_bytes: 1048576, max_retries: 1}
 			if strings.Join(c.Gateway.Backends, ",") != "http://a:1,http://b:2" || c.Gateway.Health.ScrapeInterval != 50*time.Millisecond || c.Listen != "127.0.0.1:8080" {
 				t.Errorf("got %+v", c)
 			}
+			if c.HTTPServer != "lean" || c.Server != gateway.DefaultServerConfig() {
+				t.Errorf("front end %q %+v, want lean and the defaults", c.HTTPServer, c.Server)
+			}
 		}, ""},
+		{"flag overrides http_server", []string{"-config", full, "-http-server", "lean"}, func(t *testing.T, c fileConfig) {
+			if c.HTTPServer != "lean" || c.Server.MaxHeaderBytes != 4096 {
+				t.Errorf("front end %q %+v", c.HTTPServer, c.Server)
+			}
+		}, ""},
+		{"bad http_server", []string{"-config", writeFile(t, "srv.yaml", "backends: [http://a:1]\nhttp_server: nginx\n")}, nil, `http-server "nginx"`},
+		{"bad server limits", []string{"-config", writeFile(t, "lim.yaml", "backends: [http://a:1]\nserver: {max_header_bytes: 10, idle_timeout: -1s}\n")}, nil, "max_header_bytes 10"},
 		{"unknown field", []string{"-config", writeFile(t, "bad.yaml", "backends: [http://a:1]\nhealth: {scrape_intervall: 1s}\n")}, nil, "field scrape_intervall not found"},
 		{"bad duration", []string{"-config", writeFile(t, "dur.yaml", "backends: [http://a:1]\ntimeouts: {idle: soon}\n")}, nil, "soon"},
 		{"invalid values", []string{"-config", writeFile(t, "val.yaml", "backends: [ftp://a]\nlimits: {max_retries: -1}\n")}, nil, "limits.max_retries"},
@@ -223,5 +238,45 @@ func TestHTTPServerFlag(t *testing.T) {
 		if o, err := parseFlags([]string{"-http-server", ok}, io.Discard); err != nil || o.httpServer != ok {
 			t.Errorf("-http-server %s: %v", ok, err)
 		}
+	}
+}
+
+// TestServerSettings runs the command with a configured header limit: under either front end
+// a request whose head exceeds it is answered 431 and a normal one still goes through.
+func TestServerSettings(t *testing.T) {
+	for _, server := range []string{"lean", "std"} {
+		t.Run(server, func(t *testing.T) {
+			a := backend(t, "a", nil, nil)
+			cfg := writeFile(t, "route.yaml", "listen: 127.0.0.1:0\nhttp_server: "+server+
+				"\nserver: {max_header_bytes: 2048, read_header_timeout: 2s}\nbackends: ["+a.URL+"]\n")
+			signals, addrs, exit := make(chan os.Signal), make(chan string, 1), make(chan int, 1)
+			go func() {
+				exit <- run(context.Background(), []string{"-config", cfg}, env{stderr: io.Discard, signals: signals,
+					listening: func(addr string) { addrs <- addr }})
+			}()
+			url := "http://" + <-addrs + "/v1/chat/completions"
+			send := func(header int) int {
+				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+				for i := range header / 1000 { // lines of 1,000 bytes: under the lean server's 8 KB line limit
+					req.Header.Set(fmt.Sprintf("X-Padding-%d", i), strings.Repeat("p", 1000))
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+				return resp.StatusCode
+			}
+			if code := send(16 << 10); code != http.StatusRequestHeaderFieldsTooLarge {
+				t.Errorf("16 KB of headers: status %d, want 431", code)
+			}
+			if code := send(1000); code != http.StatusOK {
+				t.Errorf("1 KB header: status %d, want 200", code)
+			}
+			signals <- syscall.SIGTERM
+			if code := <-exit; code != 0 {
+				t.Errorf("exit code %d", code)
+			}
+		})
 	}
 }
