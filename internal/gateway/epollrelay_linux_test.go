@@ -38,7 +38,12 @@ func epollRelay(b *testing.B, backend string) string {
 				_ = c.Close()
 				continue
 			}
-			cfd, ufd := rawFD(b, c), rawFD(b, u)
+			cfd, cerr := rawFD(c)
+			ufd, uerr := rawFD(u)
+			if err := errors.Join(cerr, uerr); err != nil {
+				b.Error(err) // not Fatal: this is not the benchmark's goroutine
+				return
+			}
 			mu.Lock()
 			peer[cfd], peer[ufd] = ufd, cfd
 			mu.Unlock()
@@ -76,7 +81,7 @@ func epollRelay(b *testing.B, backend string) string {
 					_ = syscall.Close(to)
 					continue
 				}
-				for p := buf[:r]; len(p) > 0; {
+				for p := buf[:r]; len(p) > 0; { // spins on EAGAIN: replies here are a few hundred bytes
 					w, err := syscall.Write(to, p)
 					if err != nil && !errors.Is(err, syscall.EAGAIN) {
 						break
@@ -89,20 +94,17 @@ func epollRelay(b *testing.B, backend string) string {
 	return "http://" + ln.Addr().String()
 }
 
-// rawFD detaches a non-blocking duplicate of c's descriptor from Go's poller and closes c.
-func rawFD(b *testing.B, c net.Conn) int {
-	f, err := c.(*net.TCPConn).File()
+// rawFD takes a duplicate of c's descriptor out of Go's poller and closes c. The duplicate
+// shares the socket's O_NONBLOCK, which Go sets on every socket.
+func rawFD(c net.Conn) (int, error) {
+	rc, err := c.(*net.TCPConn).SyscallConn()
 	if err != nil {
-		b.Fatal(err)
+		return -1, err
 	}
-	fd, err := syscall.Dup(int(f.Fd()))
-	if err != nil {
-		b.Fatal(err)
+	fd, derr := -1, error(nil)
+	if err := rc.Control(func(s uintptr) { fd, derr = syscall.Dup(int(s)) }); err != nil {
+		return -1, err
 	}
-	_ = f.Close()
 	_ = c.Close()
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		b.Fatal(err)
-	}
-	return fd
+	return fd, derr
 }
