@@ -6,37 +6,14 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
-	"kvroute/router/routertest"
+	"kvroute/internal/benchload"
 )
-
-// benchBackend is a trivial OpenAI-shaped server: it reads the body and returns a fixed
-// completion, so the benchmark measures HTTP and gateway work only.
-func benchBackend() *httptest.Server {
-	reply := []byte(`{"id":"cmpl-1","object":"chat.completion","model":"llama-3.1-8b","choices":[{"index":0,"message":{"role":"assistant","content":"Hello there, how can I help?"},"finish_reason":"stop"}],"usage":{"prompt_tokens":512,"completion_tokens":8,"total_tokens":520,"prompt_tokens_details":{"cached_tokens":448}}}`)
-	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		switch r.URL.Path {
-		case "/metrics":
-			fmt.Fprint(w, "vllm:num_requests_running 0\nvllm:num_requests_waiting 0\nvllm:kv_cache_usage_perc 0.2\n")
-		case "/v1/models":
-			fmt.Fprint(w, `{"object":"list","data":[{"id":"llama-3.1-8b","object":"model"}]}`)
-		default:
-			_, _ = io.Copy(io.Discard, r.Body)
-			w.Header().Set("Content-Type", "application/json")
-			_, _ = w.Write(reply)
-		}
-	}))
-}
 
 // BenchmarkProxy compares requests sent straight to a backend with requests sent through the
 // gateway (policy prefix-score, decision included), with a ~2 KB chat body, at concurrency 1
@@ -44,10 +21,11 @@ func benchBackend() *httptest.Server {
 // "gateway-nethttp" serves the same handler with net/http's server, for comparison; "tcp-relay"
 // is the floor of any proxy on this setup: a byte relay that parses nothing and decides
 // nothing, but makes the same socket calls; "epoll-relay" is that relay driven from one
-// thread's epoll loop instead of goroutines (Linux only). Besides ns/op it reports the latency p50 and p99
+// thread's epoll loop instead of goroutines (Linux only); "nginx" is nginx in front of the
+// same backend, when it is installed, as the reference. Besides ns/op it reports the latency p50 and p99
 // in µs and the throughput in req/s.
 func BenchmarkProxy(b *testing.B) {
-	be1, be2 := benchBackend(), benchBackend()
+	be1, be2 := httptest.NewServer(benchload.Handler()), httptest.NewServer(benchload.Handler())
 	defer be1.Close()
 	defer be2.Close()
 	cfg := DefaultConfig()
@@ -66,61 +44,19 @@ func BenchmarkProxy(b *testing.B) {
 	defer netFront.Close()
 	relay := tcpRelay(b, be1.Listener.Addr().String())
 	erelay := epollRelay(b, be1.Listener.Addr().String())
+	ngx := benchload.Nginx(b, be1.Listener.Addr().String())
 
-	prompt := routertest.Words(rand.New(rand.NewPCG(1, 2)), 1900)
-	body := []byte(chatBody(prompt, false, ""))
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 256, DisableCompression: true}}
+	body, client := benchload.ChatBody(), benchload.Client()
 	for _, conc := range []int{1, 64} {
-		for _, target := range []struct{ name, url string }{{"direct", be1.URL}, {"gateway", front}, {"gateway-nethttp", netFront.URL}, {"tcp-relay", relay}, {"epoll-relay", erelay}} {
+		for _, target := range []struct{ name, url string }{{"direct", be1.URL}, {"gateway", front}, {"gateway-nethttp", netFront.URL}, {"tcp-relay", relay}, {"epoll-relay", erelay}, {"nginx", ngx}} {
 			if target.url == "" {
 				continue
 			}
 			b.Run(fmt.Sprintf("c=%d/%s", conc, target.name), func(b *testing.B) {
-				load(b, client, target.url+"/v1/chat/completions", body, conc)
+				benchload.Run(b, client, target.url+"/v1/chat/completions", body, conc)
 			})
 		}
 	}
-}
-
-// load sends b.N requests from conc goroutines and reports latency percentiles and throughput.
-func load(b *testing.B, client *http.Client, url string, body []byte, conc int) {
-	b.ReportAllocs()
-	lat := make([]time.Duration, b.N)
-	var next atomic.Int64
-	var failed atomic.Int64
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	for range conc {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := next.Add(1) - 1; i < int64(b.N); i = next.Add(1) - 1 {
-				t := time.Now()
-				resp, err := client.Post(url, "application/json", bytes.NewReader(body))
-				if err != nil {
-					failed.Add(1)
-					continue
-				}
-				_, _ = io.Copy(io.Discard, resp.Body)
-				resp.Body.Close()
-				if resp.StatusCode != http.StatusOK {
-					failed.Add(1)
-				}
-				lat[i] = time.Since(t)
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	b.StopTimer()
-	if n := failed.Load(); n > 0 {
-		b.Fatalf("%d of %d requests failed", n, b.N)
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds())/1e3, "p50-µs")
-	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds())/1e3, "p99-µs")
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
 }
 
 // BenchmarkReadResponseHead parses a vLLM-like response head and its Content-Length body.
