@@ -50,6 +50,25 @@ func TestFP8KVCapacity(t *testing.T) {
 	}
 }
 
+// TestKVCapacityAgainstVLLM compares the KV sizing with a capacity vLLM reported. KubeAI's
+// sample of a real vLLM /metrics page (substratusai/kubeai hack/vllm-mock-metrics/metrics.txt,
+// August 2024, V0 engine) carries vllm:cache_config_info{num_gpu_blocks="4574"} for
+// neuralmagic/Meta-Llama-3.1-8B-Instruct-FP8 with gpu_memory_utilization 0.9 and BF16 KV
+// (cache_dtype auto; 2,048 CPU blocks = 4 GiB of swap at 2 MiB per block): the labels of the
+// repository's catalog entry of the time, llama-3.1-8b-instruct-fp8-l4 on one L4 with
+// --max-model-len 16384 --max-num-batched-token 16384 --gpu-memory-utilization 0.9.
+func TestKVCapacityAgainstVLLM(t *testing.T) {
+	const published = 4574
+	d := DefaultDeployment(L4(), Llama31x8BFP8(), 1)
+	d.MemoryUtilization, d.MaxNumBatchedTokens = 0.9, 16384
+	d.ActivationReserveBytes = EstimateActivationReserve(d.Model, 1, d.MaxNumBatchedTokens, d.MaxNumSeqs)
+	got := d.KVBlocks()
+	if math.Abs(float64(got)/published-1) > 0.03 {
+		t.Fatalf("KVBlocks = %d, vLLM reported %d: off by more than 3%%", got, published)
+	}
+	t.Logf("KVBlocks = %d against vLLM's %d (%+.1f%%)", got, published, 100*(float64(got)/published-1))
+}
+
 // TestFP8StepTime checks what FP8 weights change: on L4 (FP8 tensor cores) a long prefill,
 // compute-bound, runs at close to twice the speed; on A100 (weight-only FP8) the same prefill
 // costs what BF16 does, while a small decode step, bound by the weight stream, gets faster
