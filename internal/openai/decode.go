@@ -216,6 +216,17 @@ func (d *decoder) isNull() bool {
 func (d *decoder) scanString() (lit []byte, escaped bool, err error) {
 	start := d.i
 	i := d.i + 1
+	// Most strings are short (keys, roles, ids, finish reasons): a plain loop over
+	// their first bytes costs less than setting up the vectorised searches below, which take
+	// over from i at the first escape, control byte, or after shortString bytes.
+	for j := i; j < len(d.b) && j < i+shortString; j++ {
+		if c := d.b[j]; c == '"' {
+			d.i = j + 1
+			return d.b[start:d.i], false, nil
+		} else if c == '\\' || c < 0x20 {
+			break
+		}
+	}
 	quote := -1 // the next '"' at or after i, or len(d.b) when there is none
 	for {
 		if quote < i {
@@ -247,6 +258,9 @@ func (d *decoder) scanString() (lit []byte, escaped bool, err error) {
 		i += n
 	}
 }
+
+// shortString is how many bytes scanString checks one by one before it searches.
+const shortString = 24
 
 // indexFrom returns the index of the first c in b at or after i, or len(b) when there is none.
 func indexFrom(b []byte, i int, c byte) int {
@@ -322,8 +336,10 @@ func decodeLit(lit []byte, escaped bool) (string, error) {
 
 // knownKeys holds the object keys of requests and responses, and the message roles, that
 // readKnown returns without allocating: those the decoder looks for, and other common ones.
-var knownKeys = func() map[string]string {
-	m := map[string]string{}
+// They are looked up by length and first and last byte in a 256-slot table rather than a map:
+// hashing the key cost more than the rest of decoding a usage object.
+var knownKeys = func() *[256][]string {
+	var t [256][]string
 	for _, k := range []string{
 		"model", "user", "messages", "prompt", "max_tokens", "max_completion_tokens", "stream",
 		"stream_options", "include_usage", "role", "content", "type", "text", "name", "usage",
@@ -335,10 +351,29 @@ var knownKeys = func() map[string]string {
 		"presence_penalty", "response_format", "ignore_eos", "min_tokens",
 		"system", "developer", "assistant", "tool", "function",
 	} {
-		m[k] = k
+		slot := &t[knownSlot([]byte(k))]
+		*slot = append(*slot, k)
 	}
-	return m
+	return &t
 }()
+
+// knownSlot is b's slot in knownKeys (b is not empty).
+func knownSlot(b []byte) byte {
+	return byte(len(b)*37 + int(b[0])*7 + int(b[len(b)-1]))
+}
+
+// knownKey returns the interned copy of b if b is one of knownKeys.
+func knownKey(b []byte) (string, bool) {
+	if len(b) == 0 {
+		return "", false
+	}
+	for _, k := range knownKeys[knownSlot(b)] {
+		if k == string(b) {
+			return k, true
+		}
+	}
+	return "", false
+}
 
 // readKnown decodes a string like readString, without allocating for one of knownKeys.
 func (d *decoder) readKnown() (string, error) {
@@ -347,7 +382,7 @@ func (d *decoder) readKnown() (string, error) {
 		return "", err
 	}
 	if !escaped {
-		if k, ok := knownKeys[string(lit[1:len(lit)-1])]; ok {
+		if k, ok := knownKey(lit[1 : len(lit)-1]); ok {
 			return k, nil
 		}
 	}
