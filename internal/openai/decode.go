@@ -350,6 +350,7 @@ var knownKeys = func() *[256][]string {
 		"kv_transfer_params", "service_tier", "image_url", "url", "frequency_penalty",
 		"presence_penalty", "response_format", "ignore_eos", "min_tokens",
 		"system", "developer", "assistant", "tool", "function",
+		"refusal", "annotations", "audio", "function_call",
 	} {
 		slot := &t[knownSlot([]byte(k))]
 		*slot = append(*slot, k)
