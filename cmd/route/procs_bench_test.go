@@ -41,16 +41,17 @@ func TestMain(m *testing.M) {
 // load in this one, all on the same machine. Rows and metrics are those of internal/gateway's
 // BenchmarkProxy, where client, proxy and backend share one process.
 func BenchmarkProcesses(b *testing.B) {
+	type target struct{ name, url string }
 	be := benchload.FreeAddr(b)
-	startSelf(b, "backend", be)
-	targets := []struct{ name, url string }{{"direct", "http://" + be}}
+	startSelf(b, "backend", be, be)
+	targets := []target{{"direct", "http://" + be}}
 	for _, server := range []string{"lean", "std"} {
 		addr := benchload.FreeAddr(b)
-		startSelf(b, "route", fmt.Sprintf("-listen %s -backends http://%s -policy prefix-score -log-level warn -http-server %s", addr, be, server))
-		targets = append(targets, struct{ name, url string }{"route-" + server, "http://" + addr})
+		startSelf(b, "route", addr, fmt.Sprintf("-listen %s -backends http://%s -policy prefix-score -log-level warn -http-server %s", addr, be, server))
+		targets = append(targets, target{"route-" + server, "http://" + addr})
 	}
 	if ngx := benchload.Nginx(b, be); ngx != "" {
-		targets = append(targets, struct{ name, url string }{"nginx", ngx})
+		targets = append(targets, target{"nginx", ngx})
 	}
 	body, client := benchload.ChatBody(), benchload.Client()
 	for _, conc := range []int{1, 64} {
@@ -63,8 +64,8 @@ func BenchmarkProcesses(b *testing.B) {
 }
 
 // startSelf runs this test binary as role with args, stopped with SIGTERM when b ends, and
-// waits for it to listen (args' first -listen address, or args itself for the backend).
-func startSelf(b *testing.B, role, args string) {
+// waits for it to listen on addr.
+func startSelf(b *testing.B, role, addr, args string) {
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), roleEnv+"="+role, argsEnv+"="+args)
 	cmd.Stderr = os.Stderr
@@ -72,9 +73,5 @@ func startSelf(b *testing.B, role, args string) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	addr := args
-	if f := strings.Fields(args); len(f) > 1 {
-		addr = f[1]
-	}
 	benchload.WaitListening(b, role, addr)
 }
