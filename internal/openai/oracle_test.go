@@ -87,6 +87,8 @@ func (p *oraclePrompt) UnmarshalJSON(b []byte) error {
 					return err
 				}
 				p.tokens = append(p.tokens, ids...)
+			case 'n':
+				return errors.New("null prompt element")
 			default:
 				var id int32
 				if err := json.Unmarshal(r, &id); err != nil {

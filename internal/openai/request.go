@@ -1,8 +1,12 @@
 package openai
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Message is one chat message with its content flattened to text.
@@ -56,112 +60,104 @@ func (e *RequestError) Error() string {
 // Unwrap returns the underlying error.
 func (e *RequestError) Unwrap() error { return e.Err }
 
-// body is what the decoder extracts from either request kind; fields absent from one kind
-// stay zero.
-type body struct {
-	model, user         string
-	messages            []Message
-	prompt              string
-	promptTokens        []int32
-	raws                []rawText // per message: its content, when still in the body
-	promptSet           bool      // a prompt other than null was sent
-	maxTokens           int
-	maxCompletionTokens int
-	hasMaxTokens        bool
-	hasMaxCompletion    bool
-	stream              bool
-	includeUsage        bool
-}
-
 // ParseChat parses a /v1/chat/completions body. It fails with a *RequestError when the body
 // is not a well-formed JSON object, a known field has the wrong type, or there are no
 // messages. Field names are matched exactly, as OpenAI-compatible servers do.
 func ParseChat(b []byte) (Request, error) {
-	w, err := decodeBody(b)
+	var w chatBody
+	if err := decode(b, &w); err != nil {
+		return Request{}, err
+	}
+	if len(w.Messages.roles) == 0 {
+		return Request{}, &RequestError{Param: "messages", Err: errors.New("required: a non-empty array")}
+	}
+	r, err := w.common()
 	if err != nil {
 		return Request{}, err
 	}
-	if len(w.messages) == 0 {
-		return Request{}, &RequestError{Param: "messages", Err: fmt.Errorf("required: a non-empty array")}
-	}
-	r := w.common()
-	r.Messages, r.Prompt = w.messages, joinContents(w.messages, w.raws)
-	if !w.hasMaxTokens && w.hasMaxCompletion {
-		r.MaxTokens = w.maxCompletionTokens
+	r.Messages, r.Prompt = w.Messages.messages()
+	if w.MaxTokens == nil && w.MaxCompletionTokens != nil {
+		r.MaxTokens = *w.MaxCompletionTokens
 	}
 	return r, nil
-}
-
-// joinContents returns the message contents joined with single spaces, and makes each
-// message's Content a substring of that prompt: plain contents are copied from the body once.
-func joinContents(msgs []Message, raws []rawText) string {
-	size := func(i int) int {
-		if raws[i].ok {
-			return len(raws[i].b)
-		}
-		return len(msgs[i].Content)
-	}
-	n := len(msgs) - 1
-	for i := range msgs {
-		n += size(i)
-	}
-	var sb strings.Builder
-	sb.Grow(n)
-	for i := range msgs {
-		if i > 0 {
-			sb.WriteByte(' ')
-		}
-		if raws[i].ok {
-			sb.Write(raws[i].b)
-		} else {
-			sb.WriteString(msgs[i].Content)
-		}
-	}
-	prompt := sb.String()
-	off := 0
-	for i := range msgs {
-		l := size(i)
-		msgs[i].Content = prompt[off : off+l]
-		off += l + 1
-	}
-	return prompt
 }
 
 // ParseCompletion parses a /v1/completions body. It fails with a *RequestError when the body
 // is not a well-formed JSON object, a known field has the wrong type, or there is no prompt.
 func ParseCompletion(b []byte) (Request, error) {
-	w, err := decodeBody(b)
+	var w completionBody
+	if err := decode(b, &w); err != nil {
+		return Request{}, err
+	}
+	if !w.Prompt.set {
+		return Request{}, &RequestError{Param: "prompt", Err: errors.New("required")}
+	}
+	r, err := w.common()
 	if err != nil {
 		return Request{}, err
 	}
-	if !w.promptSet {
-		return Request{}, &RequestError{Param: "prompt", Err: fmt.Errorf("required")}
-	}
-	r := w.common()
-	r.Prompt, r.PromptTokens = w.prompt, w.promptTokens
+	r.Prompt, r.PromptTokens = w.Prompt.text, w.Prompt.tokens
 	return r, nil
 }
 
-func (w *body) common() Request {
-	r := Request{Model: w.model, User: w.user, Stream: w.stream, IncludeUsage: w.includeUsage}
-	if w.hasMaxTokens {
-		r.MaxTokens = w.maxTokens
+// common returns the fields both request kinds share, after checking the token limits.
+func (w *commonFields) common() (Request, error) {
+	for _, f := range []struct {
+		param string
+		v     *int
+	}{{"max_tokens", w.MaxTokens}, {"max_completion_tokens", w.MaxCompletionTokens}} {
+		if f.v != nil && *f.v < 0 {
+			return Request{}, &RequestError{Param: f.param, Err: fmt.Errorf("%d: want >= 0", *f.v)}
+		}
 	}
-	return r
+	r := Request{Model: w.Model, User: w.User, Stream: w.Stream}
+	if w.MaxTokens != nil {
+		r.MaxTokens = *w.MaxTokens
+	}
+	if w.StreamOptions != nil {
+		r.IncludeUsage = w.StreamOptions.IncludeUsage
+	}
+	return r, nil
 }
 
-// decodeBody decodes a request body and checks the token limits.
-func decodeBody(b []byte) (body, error) {
-	var w body
-	d := decoder{b: b}
-	if err := d.top(&w); err != nil {
-		return body{}, err
+// decodeOptions are those of Python's json module, which OpenAI-compatible servers parse
+// with: a repeated key is not an error (the last one wins), and invalid UTF-8 in a string
+// becomes U+FFFD rather than an error (the backend, which gets the original bytes, decides).
+var decodeOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// decode unmarshals a request body into w, turning the decoder's errors into a
+// *RequestError that names the field at fault.
+func decode(b []byte, w any) error {
+	if t := trimSpace(b); len(t) == 0 || t[0] != '{' {
+		return &RequestError{Err: errors.New("the body must be a JSON object")}
 	}
-	if w.hasMaxTokens && w.maxTokens < 0 {
-		return body{}, &RequestError{Param: "max_tokens", Err: fmt.Errorf("%d: want >= 0", w.maxTokens)}
+	err := json.Unmarshal(b, w, decodeOptions)
+	if err == nil {
+		return nil
 	}
-	if w.hasMaxCompletion && w.maxCompletionTokens < 0 {
-		return body{}, &RequestError{Param: "max_completion_tokens", Err: fmt.Errorf("%d: want >= 0", w.maxCompletionTokens)}
+	var se *json.SemanticError
+	if errors.As(err, &se) {
+		return &RequestError{Param: paramOf(se.JSONPointer), Err: err}
 	}
-	return w, nil
+	return &RequestError{Err: err}
+}
+
+// paramOf names the request field a JSON pointer points into, array indices left out:
+// "/messages/0/content/1" is "messages.content".
+func paramOf(p jsontext.Pointer) string {
+	var names []string
+	for tok := range p.Tokens() {
+		if tok != "" && strings.Trim(tok, "0123456789") == "" {
+			continue // an array index
+		}
+		names = append(names, tok)
+	}
+	return strings.Join(names, ".")
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r' || b[0] == '\n') {
+		b = b[1:]
+	}
+	return b
 }

@@ -2,6 +2,8 @@ package openai
 
 import (
 	"bytes"
+
+	"github.com/go-json-experiment/json"
 )
 
 // Usage is the token accounting of one response.
@@ -18,57 +20,26 @@ type Usage struct {
 // ParseUsage reads the "usage" object of a JSON response body or stream chunk. It reports
 // false when b is not a well-formed JSON object or its usage is absent, null or ill-typed.
 func ParseUsage(b []byte) (Usage, bool) {
-	d := decoder{b: b}
-	if d.peek() != '{' {
+	if t := trimSpace(b); len(t) == 0 || t[0] != '{' {
 		return Usage{}, false
 	}
-	var u Usage
-	found := false
-	err := d.object(func(key string) error {
-		if key != "usage" {
-			return d.skip()
-		}
-		if d.isNull() {
-			found = false
-			return nil
-		}
-		if d.peek() != '{' {
-			return d.mismatch("usage", "an object")
-		}
-		found, u = true, Usage{}
-		return d.usage(&u)
-	})
-	if err != nil || d.peek() != 0 || d.typeErr != nil || !found {
+	var v struct {
+		Usage *struct {
+			PromptTokens        int `json:"prompt_tokens"`
+			CompletionTokens    int `json:"completion_tokens"`
+			PromptTokensDetails *struct {
+				CachedTokens int `json:"cached_tokens"`
+			} `json:"prompt_tokens_details"`
+		} `json:"usage"`
+	}
+	if json.Unmarshal(b, &v, decodeOptions) != nil || v.Usage == nil {
 		return Usage{}, false
+	}
+	u := Usage{PromptTokens: v.Usage.PromptTokens, CompletionTokens: v.Usage.CompletionTokens}
+	if d := v.Usage.PromptTokensDetails; d != nil {
+		u.CachedTokens = d.CachedTokens
 	}
 	return u, true
-}
-
-// usage reads a usage object into u.
-func (d *decoder) usage(u *Usage) error {
-	var has bool
-	return d.object(func(key string) error {
-		switch key {
-		case "prompt_tokens":
-			return d.intValue("usage.prompt_tokens", &u.PromptTokens, &has)
-		case "completion_tokens":
-			return d.intValue("usage.completion_tokens", &u.CompletionTokens, &has)
-		case "prompt_tokens_details":
-			if d.isNull() {
-				return nil
-			}
-			if d.peek() != '{' {
-				return d.mismatch("usage.prompt_tokens_details", "an object")
-			}
-			return d.object(func(key string) error {
-				if key == "cached_tokens" {
-					return d.intValue("usage.prompt_tokens_details.cached_tokens", &u.CachedTokens, &has)
-				}
-				return d.skip()
-			})
-		}
-		return d.skip()
-	})
 }
 
 // StreamScanner reads a server-sent-event stream of chat or completion chunks as it passes
