@@ -16,18 +16,30 @@ import (
 	"kvroute/internal/gateway"
 )
 
+// keysEnv is the environment variable that may hold the API keys, comma-separated: unlike a
+// flag, it is not visible to other users in the process list.
+const keysEnv = "KVROUTE_API_KEYS"
+
 // fileConfig is the YAML configuration file: the process settings, then the gateway's
-// configuration (policy, policy_params, seed, backends, api_keys, health, timeouts, limits)
-// at the top level.
+// configuration (policy, policy_params, seed, backends, api_keys, debug_headers, health,
+// timeouts, limits) at the top level.
 type fileConfig struct {
 	// Listen is the address the router serves on.
 	Listen string `yaml:"listen"`
-	// HTTPServer is the front end: lean (the gateway's own HTTP/1.1 server) or std (net/http's).
-	HTTPServer string `yaml:"http_server"`
-	// Server bounds what clients may send and how long they may take: read_header_timeout,
-	// idle_timeout, max_header_bytes. Like listen and http_server, it takes a restart.
+	// AdminListen, when set, is a second address that serves /health, /ready and /metrics
+	// with no API key, for operators and Prometheus; /metrics then leaves the main address.
+	AdminListen string `yaml:"admin_listen"`
+	// Server bounds what clients may send, hold and take: read_header_timeout,
+	// read_body_timeout, write_timeout, idle_timeout, max_header_bytes, max_connections.
+	// Like the listen addresses, it takes a restart.
 	Server gateway.ServerConfig `yaml:"server"`
-	// DrainTimeout bounds the wait for requests in flight at shutdown.
+	// APIKeysFile names a file of API keys, one a line (blank lines and lines starting with
+	// # skipped); its keys join api_keys and those of $KVROUTE_API_KEYS. Re-read on SIGHUP.
+	APIKeysFile string `yaml:"api_keys_file"`
+	// DrainDelay is how long, after SIGTERM, /ready answers 503 while the router goes on
+	// serving with its listener open, so that load balancers stop sending it clients first.
+	DrainDelay time.Duration `yaml:"drain_delay"`
+	// DrainTimeout bounds the whole drain: the delay, then the wait for requests in flight.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
@@ -36,8 +48,8 @@ type fileConfig struct {
 }
 
 func defaultFileConfig() fileConfig {
-	return fileConfig{Listen: "127.0.0.1:8080", HTTPServer: "lean", Server: gateway.DefaultServerConfig(),
-		DrainTimeout: 30 * time.Second, LogLevel: "info", Gateway: gateway.DefaultConfig()}
+	return fileConfig{Listen: "127.0.0.1:8080", Server: gateway.DefaultServerConfig(),
+		DrainDelay: 5 * time.Second, DrainTimeout: 30 * time.Second, LogLevel: "info", Gateway: gateway.DefaultConfig()}
 }
 
 // options are the command-line flags.
@@ -45,39 +57,42 @@ type options struct {
 	fs             *flag.FlagSet
 	config         string
 	listen         string
+	adminListen    string
 	backends       string
 	policy         string
 	policyParams   string
 	scrapeInterval time.Duration
-	apiKeys        string
+	apiKeysFile    string
+	debugHeaders   bool
 	seed           uint64
 	logLevel       string
+	drainDelay     time.Duration
 	drainTimeout   time.Duration
-	httpServer     string
+	listPolicies   bool
+	getenv         func(string) string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	d := defaultFileConfig()
-	o := &options{fs: flag.NewFlagSet("route", flag.ContinueOnError)}
+	o := &options{fs: flag.NewFlagSet("route", flag.ContinueOnError), getenv: os.Getenv}
 	fs := o.fs
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.config, "config", "", "YAML configuration file; flags given explicitly override it; re-read on SIGHUP")
 	fs.StringVar(&o.listen, "listen", d.Listen, "address to serve on")
-	fs.StringVar(&o.backends, "backends", "", "comma-separated backend base URLs, e.g. http://10.0.0.1:8000,http://10.0.0.2:8000")
-	fs.StringVar(&o.policy, "policy", d.Gateway.Policy, "routing policy (prefix-score, prefix-cache, least-request, ...)")
+	fs.StringVar(&o.adminListen, "admin-listen", "", "address serving /health, /ready and /metrics with no API key (empty: /metrics on -listen)")
+	fs.StringVar(&o.backends, "backends", "", "comma-separated backends, URL or NAME=URL, e.g. gpu-a=http://10.0.0.1:8000,gpu-b=http://10.0.0.2:8000")
+	fs.StringVar(&o.policy, "policy", d.Gateway.Policy, "routing policy (-list-policies lists them)")
 	fs.StringVar(&o.policyParams, "policy-params", "", `policy parameters as a JSON object, e.g. {"prefix_weight":3}`)
 	fs.DurationVar(&o.scrapeInterval, "scrape-interval", d.Gateway.Health.ScrapeInterval, "interval between scrapes of each backend's /metrics")
-	fs.StringVar(&o.apiKeys, "api-keys", "", "comma-separated API keys clients must send as Authorization: Bearer (empty: none)")
+	fs.StringVar(&o.apiKeysFile, "api-keys-file", "", "file of API keys clients must send as Authorization: Bearer, one a line (also $"+keysEnv+", comma-separated)")
+	fs.BoolVar(&o.debugHeaders, "debug-headers", false, "add X-Kvroute-Endpoint (backend name) and X-Kvroute-Reason to responses")
 	fs.Uint64Var(&o.seed, "seed", d.Gateway.Seed, "seed of the policy's random source")
 	fs.StringVar(&o.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
-	fs.DurationVar(&o.drainTimeout, "drain-timeout", d.DrainTimeout, "longest wait for requests in flight at shutdown")
-	fs.StringVar(&o.httpServer, "http-server", d.HTTPServer, "HTTP/1.1 front end: lean (the gateway's own, ~7-20% more throughput) or std (net/http)")
+	fs.DurationVar(&o.drainDelay, "drain-delay", d.DrainDelay, "after SIGTERM, how long /ready answers 503 while the router keeps serving")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", d.DrainTimeout, "longest drain after SIGTERM, delay included")
+	fs.BoolVar(&o.listPolicies, "list-policies", false, "print the routing policies and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
-	}
-	if err := checkHTTPServer(o.httpServer); err != nil {
-		fmt.Fprintf(stderr, "route: -%v\n", err)
-		return nil, fmt.Errorf("route: -%w", err)
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("route: unexpected arguments %v", fs.Args())
@@ -86,7 +101,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 }
 
 // load builds the configuration: defaults, then the file if any, then the flags that were
-// given explicitly. It is called at start and on every SIGHUP.
+// given explicitly, then the API keys of api_keys_file and $KVROUTE_API_KEYS. It is called at
+// start and on every SIGHUP.
 func (o *options) load() (fileConfig, error) {
 	c := defaultFileConfig()
 	if o.config != "" {
@@ -107,29 +123,55 @@ func (o *options) load() (fileConfig, error) {
 	if err := errors.Join(errs...); err != nil {
 		return c, fmt.Errorf("route: flags: %w", err)
 	}
-	if c.Listen == "" {
-		return c, errors.New("route: listen: required")
-	}
-	if _, err := parseLevel(c.LogLevel); err != nil {
+	if err := o.addKeys(&c); err != nil {
 		return c, err
 	}
-	if c.DrainTimeout <= 0 {
-		return c, fmt.Errorf("route: drain_timeout %v: want > 0", c.DrainTimeout)
-	}
-	if err := checkHTTPServer(c.HTTPServer); err != nil {
-		return c, fmt.Errorf("route: %w", err)
-	}
-	if err := c.Server.Validate(); err != nil {
-		return c, fmt.Errorf("route: server: %w", err)
+	if err := c.validate(); err != nil {
+		return c, err
 	}
 	return c, c.Gateway.Validate()
 }
 
-// checkHTTPServer checks an http_server (or -http-server) value.
-func checkHTTPServer(s string) error {
-	if s != "lean" && s != "std" {
-		return fmt.Errorf("http-server %q: want lean or std", s)
+// validate checks the process settings.
+func (c fileConfig) validate() error {
+	switch {
+	case c.Listen == "":
+		return errors.New("route: listen: required")
+	case c.AdminListen != "" && c.AdminListen == c.Listen:
+		return fmt.Errorf("route: admin_listen %s: want an address other than listen", c.AdminListen)
+	case c.DrainDelay < 0:
+		return fmt.Errorf("route: drain_delay %v: want >= 0", c.DrainDelay)
+	case c.DrainTimeout <= 0:
+		return fmt.Errorf("route: drain_timeout %v: want > 0", c.DrainTimeout)
 	}
+	if _, err := parseLevel(c.LogLevel); err != nil {
+		return err
+	}
+	if err := c.Server.Validate(); err != nil {
+		return fmt.Errorf("route: server: %w", err)
+	}
+	return nil
+}
+
+// addKeys adds the keys of the keys file and of the environment to c's.
+func (o *options) addKeys(c *fileConfig) error {
+	if c.APIKeysFile != "" {
+		data, err := os.ReadFile(c.APIKeysFile)
+		if err != nil {
+			return fmt.Errorf("route: api_keys_file: %w", err)
+		}
+		for i, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if line == "" || strings.HasPrefix(line, "#") {
+				continue
+			}
+			if strings.ContainsAny(line, " \t") {
+				return fmt.Errorf("route: api_keys_file %s line %d: a key holds whitespace", c.APIKeysFile, i+1)
+			}
+			c.Gateway.APIKeys = append(c.Gateway.APIKeys, line)
+		}
+	}
+	c.Gateway.APIKeys = append(c.Gateway.APIKeys, splitList(o.getenv(keysEnv))...)
 	return nil
 }
 
@@ -138,6 +180,8 @@ func (o *options) apply(name string, c *fileConfig) error {
 	switch name {
 	case "listen":
 		c.Listen = o.listen
+	case "admin-listen":
+		c.AdminListen = o.adminListen
 	case "backends":
 		c.Gateway.Backends = splitList(o.backends)
 	case "policy":
@@ -154,16 +198,18 @@ func (o *options) apply(name string, c *fileConfig) error {
 		}
 	case "scrape-interval":
 		c.Gateway.Health.ScrapeInterval = o.scrapeInterval
-	case "api-keys":
-		c.Gateway.APIKeys = splitList(o.apiKeys)
+	case "api-keys-file":
+		c.APIKeysFile = o.apiKeysFile
+	case "debug-headers":
+		c.Gateway.DebugHeaders = o.debugHeaders
 	case "seed":
 		c.Gateway.Seed = o.seed
 	case "log-level":
 		c.LogLevel = o.logLevel
+	case "drain-delay":
+		c.DrainDelay = o.drainDelay
 	case "drain-timeout":
 		c.DrainTimeout = o.drainTimeout
-	case "http-server":
-		c.HTTPServer = o.httpServer
 	}
 	return nil
 }

@@ -3,13 +3,16 @@
 // router package's policies, fed by the replicas' Prometheus metrics and its own in-flight
 // accounting.
 //
-//	route -listen 127.0.0.1:8080 -backends http://a:8000,http://b:8000 -policy prefix-score
+//	route -listen 127.0.0.1:8080 -backends a=http://a:8000,b=http://b:8000 -policy prefix-score
 //	route -config route.yaml
+//	KVROUTE_API_KEYS=k1,k2 route -config route.yaml -admin-listen 127.0.0.1:9090
 //
 // It serves POST /v1/chat/completions and /v1/completions, GET /v1/models, /health, /ready and
-// its own Prometheus /metrics. SIGHUP re-reads the configuration (the file, then the flags
-// given) without dropping requests in flight; SIGTERM or SIGINT stops accepting connections
-// and waits up to the drain timeout for the requests in flight.
+// its own Prometheus /metrics (on -admin-listen when set). SIGHUP re-reads the configuration
+// (the file, then the flags given, then the API keys) without dropping requests in flight.
+// SIGTERM or SIGINT drains: /ready answers 503 at once while the router keeps serving on its
+// open listener for the drain delay and until nothing is in flight, then it stops accepting
+// connections and waits for the last responses, all within the drain timeout.
 package main
 
 import (
@@ -22,7 +25,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -30,16 +32,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"kvroute/internal/gateway"
+	"kvroute/router"
 )
 
 func main() {
 	signals := make(chan os.Signal, 4)
 	signal.Notify(signals, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
-	os.Exit(run(context.Background(), os.Args[1:], env{stderr: os.Stderr, signals: signals}))
+	os.Exit(run(context.Background(), os.Args[1:], env{stdout: os.Stdout, stderr: os.Stderr, signals: signals}))
 }
 
 // env is what run needs from its surroundings; tests fill it in.
 type env struct {
+	stdout  io.Writer
 	stderr  io.Writer
 	signals <-chan os.Signal
 	// listening, when set, is called with the address once the router serves.
@@ -53,6 +57,10 @@ func run(ctx context.Context, args []string, e env) int {
 	o, err := parseFlags(args, e.stderr)
 	if err != nil {
 		return 2
+	}
+	if o.listPolicies {
+		listPolicies(e.stdout)
+		return 0
 	}
 	cfg, err := o.load()
 	if err != nil {
@@ -72,11 +80,11 @@ func run(ctx context.Context, args []string, e env) int {
 func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g, err := gateway.New(cfg.Gateway, gateway.Options{Metrics: reg, OnHealth: func(b string, ready bool, err error) {
+	g, err := gateway.New(cfg.Gateway, gateway.Options{Metrics: reg, OnHealth: func(name, url string, ready bool, err error) {
 		if ready {
-			log.Info("backend admitted", "backend", b)
+			log.Info("backend admitted", "backend", name, "url", url)
 		} else {
-			log.Warn("backend ejected", "backend", b, "err", err)
+			log.Warn("backend ejected", "backend", name, "url", url, "err", err)
 		}
 	}})
 	if err != nil {
@@ -94,39 +102,87 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 	}()
 	defer func() { stopRun(); <-ran }()
 
-	ln, err := net.Listen("tcp", cfg.Listen)
+	cfg.Server.MaxConnections = capConnections(cfg.Server.MaxConnections, log)
+	servers, served, err := listen(cfg, g, log)
 	if err != nil {
 		return err
 	}
-	srv, err := newServer(cfg.HTTPServer, cfg.Server, g, log)
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "addr", ln.Addr().String(), "policy", cfg.Gateway.Policy, "backends", strings.Join(cfg.Gateway.Backends, ","))
 	for _, b := range g.Backends() {
-		log.Info("backend", "backend", b.URL, "ready", b.Ready, "models", b.Models, "err", b.LastError)
+		log.Info("backend", "backend", b.Name, "url", b.URL, "ready", b.Ready, "models", b.Models, "err", b.LastError)
 	}
 	if e.listening != nil {
-		e.listening(ln.Addr().String())
+		e.listening(servers[0].addr)
 	}
-	return loop(ctx, o, &cfg, g, srv, served, e, log)
+	return loop(ctx, o, &cfg, g, servers, served, e, log)
+}
+
+// server is one listener and the Server on it.
+type server struct {
+	addr string
+	srv  *gateway.Server
+}
+
+// listen serves g on cfg.Listen and, when set, the admin handler on cfg.AdminListen. The
+// channel receives each server's Serve error.
+func listen(cfg fileConfig, g *gateway.Gateway, log *slog.Logger) ([]server, chan error, error) {
+	main := http.Handler(g)
+	routes := []struct {
+		addr string
+		h    http.Handler
+	}{{cfg.Listen, main}}
+	if cfg.AdminListen != "" {
+		routes[0].h = withoutMetrics(g)
+		routes = append(routes, struct {
+			addr string
+			h    http.Handler
+		}{cfg.AdminListen, g.AdminHandler()})
+	}
+	errLog := slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	var servers []server
+	served := make(chan error, len(routes))
+	for _, r := range routes {
+		ln, err := net.Listen("tcp", r.addr)
+		if err != nil {
+			for _, s := range servers {
+				_ = s.srv.Close()
+			}
+			return nil, nil, err
+		}
+		srv, err := gateway.NewServer(cfg.Server, r.h, errLog)
+		if err != nil {
+			_ = ln.Close()
+			return nil, nil, err
+		}
+		servers = append(servers, server{ln.Addr().String(), srv})
+		go func() { served <- srv.Serve(ln) }()
+		log.Info("serving", "addr", ln.Addr().String(), "admin", r.addr == cfg.AdminListen, "policy", cfg.Gateway.Policy)
+	}
+	return servers, served, nil
+}
+
+// withoutMetrics serves h except /metrics, which lives on the admin listener.
+func withoutMetrics(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // loop handles signals: SIGHUP reloads, anything else drains and returns.
-func loop(ctx context.Context, o *options, cfg *fileConfig, g *gateway.Gateway, srv httpServer, served chan error, e env, log *slog.Logger) error {
+func loop(ctx context.Context, o *options, cfg *fileConfig, g *gateway.Gateway, servers []server, served chan error, e env, log *slog.Logger) error {
 	for {
 		select {
 		case err := <-served:
 			return err
 		case <-ctx.Done():
-			return shutdown(g, srv, cfg.DrainTimeout, log)
+			return shutdown(g, servers, cfg, log)
 		case sig := <-e.signals:
 			if sig != syscall.SIGHUP {
-				log.Info("draining", "signal", sig.String(), "timeout", cfg.DrainTimeout)
-				return shutdown(g, srv, cfg.DrainTimeout, log)
+				log.Info("draining", "signal", sig.String(), "delay", cfg.DrainDelay, "timeout", cfg.DrainTimeout)
+				return shutdown(g, servers, cfg, log)
 			}
 			err := reload(o, cfg, g, log)
 			if e.reloaded != nil {
@@ -145,33 +201,47 @@ func reload(o *options, cfg *fileConfig, g *gateway.Gateway, log *slog.Logger) e
 		log.Error("reload failed; keeping the running configuration", "err", err)
 		return err
 	}
-	if next.Listen != cfg.Listen {
-		log.Warn("listen address changes need a restart", "listening", cfg.Listen, "configured", next.Listen)
-		next.Listen = cfg.Listen
-	}
-	if next.HTTPServer != cfg.HTTPServer || next.Server != cfg.Server {
-		log.Warn("http_server and server changes need a restart", "running", fmt.Sprintf("%s %+v", cfg.HTTPServer, cfg.Server),
-			"configured", fmt.Sprintf("%s %+v", next.HTTPServer, next.Server))
-		next.HTTPServer, next.Server = cfg.HTTPServer, cfg.Server
+	if next.Listen != cfg.Listen || next.AdminListen != cfg.AdminListen || next.Server != cfg.Server {
+		log.Warn("listen, admin_listen and server changes need a restart", "running", fmt.Sprintf("%s %s %+v", cfg.Listen, cfg.AdminListen, cfg.Server),
+			"configured", fmt.Sprintf("%s %s %+v", next.Listen, next.AdminListen, next.Server))
+		next.Listen, next.AdminListen, next.Server = cfg.Listen, cfg.AdminListen, cfg.Server
 	}
 	*cfg = next
-	log.Info("configuration reloaded", "policy", next.Gateway.Policy, "backends", strings.Join(next.Gateway.Backends, ","))
+	log.Info("configuration reloaded", "policy", next.Gateway.Policy, "backends", len(next.Gateway.Backends))
 	return nil
 }
 
-// shutdown marks the gateway draining, stops accepting connections and waits for the
-// requests in flight, up to timeout.
-func shutdown(g *gateway.Gateway, srv httpServer, timeout time.Duration, log *slog.Logger) error {
+// shutdown drains: /ready answers 503 at once, the listeners stay open for the drain delay
+// and until no request is in flight, then they close and the last responses finish, all
+// within the drain timeout, after which the remaining connections are closed.
+func shutdown(g *gateway.Gateway, servers []server, cfg *fileConfig, log *slog.Logger) error {
 	g.Drain()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.DrainTimeout)
 	defer cancel()
-	err := srv.Shutdown(ctx)
-	if errors.Is(err, context.DeadlineExceeded) {
-		log.Warn("drain timed out; closing the remaining connections")
-		return srv.Close()
+	delay, idle := time.After(cfg.DrainDelay), g.Idle()
+	for delay != nil || idle != nil { // wait for both, or the timeout
+		select {
+		case <-delay:
+			delay = nil
+		case <-idle:
+			idle = nil
+		case <-ctx.Done():
+			delay, idle = nil, nil
+		}
+	}
+	var errs []error
+	for _, s := range servers {
+		errs = append(errs, s.srv.Shutdown(ctx))
+	}
+	if ctx.Err() != nil {
+		log.Warn("drain timed out; closing the remaining connections", "in_flight", g.InFlight())
+		for _, s := range servers {
+			_ = s.srv.Close()
+		}
+		return nil
 	}
 	log.Info("drained")
-	return err
+	return errors.Join(errs...)
 }
 
 func parseLevel(s string) (slog.Level, error) {
@@ -182,20 +252,9 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// httpServer is the front end serving the gateway: the gateway's own lean HTTP/1.1 server or
-// net/http's, which has what the lean one leaves out (1xx responses, request trailers, header
-// lines over 8 KB) at less throughput at high concurrency (README "The router in production").
-type httpServer interface {
-	Serve(net.Listener) error
-	Shutdown(context.Context) error
-	Close() error
-}
-
-// newServer returns the front end named by http_server ("lean" or "std") with cfg's limits.
-func newServer(kind string, cfg gateway.ServerConfig, h http.Handler, log *slog.Logger) (httpServer, error) {
-	if kind == "std" {
-		return &http.Server{Handler: h, ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
-			MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}, nil
+// listPolicies prints the policies the router can run.
+func listPolicies(w io.Writer) {
+	for _, n := range router.Builtin().Names() {
+		fmt.Fprintln(w, n)
 	}
-	return gateway.NewServer(cfg, h, func(err error) { log.Warn("server", "err", err) })
 }

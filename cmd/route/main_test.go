@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,24 +33,26 @@ func writeFile(t *testing.T, name, text string) string {
 func TestLoadConfig(t *testing.T) {
 	full := writeFile(t, "full.yaml", `
 listen: 0.0.0.0:9000
+admin_listen: 127.0.0.1:9090
+drain_delay: 2s
 drain_timeout: 5s
 log_level: debug
-http_server: std
-server: {read_header_timeout: 5s, idle_timeout: 1m, max_header_bytes: 4096}
+server: {read_header_timeout: 5s, read_body_timeout: 6s, write_timeout: 7s, idle_timeout: 1m, max_header_bytes: 4096, max_connections: 50}
 policy: prefix-cache
 policy_params: {imbalance_abs: 8}
 seed: 7
-backends: [http://a:8000, http://b:8000]
+backends: [a=http://a:8000, http://b:8000]
 api_keys: [secret]
+debug_headers: true
 health: {scrape_interval: 100ms, scrape_timeout: 2s, failure_threshold: 5, max_backoff: 5s, models_interval: 30s}
 timeouts: {header: 10s, first_byte: 20s, idle: 30s}
 limits: {max_body_bytes: 1048576, max_retries: 1}
 `)
 	want := gateway.Config{
 		Policy: "prefix-cache", PolicyParams: map[string]any{"imbalance_abs": 8}, Seed: 7,
-		Backends: []string{"http://a:8000", "http://b:8000"}, APIKeys: []string{"secret"},
+		Backends: []string{"a=http://a:8000", "http://b:8000"}, APIKeys: []string{"secret"}, DebugHeaders: true,
 		Health:   gateway.HealthConfig{ScrapeInterval: 100 * time.Millisecond, ScrapeTimeout: 2 * time.Second, FailureThreshold: 5, MaxBackoff: 5 * time.Second, ModelsInterval: 30 * time.Second},
-		Timeouts: gateway.TimeoutsConfig{Header: 10 * time.Second, FirstByte: 20 * time.Second, Idle: 30 * time.Second},
+		Timeouts: gateway.TimeoutsConfig{Header: 10 * time.Second, FirstByte: 20 * time.Second, Idle: 30 * time.Second, Request: 30 * time.Minute},
 		Limits:   gateway.LimitsConfig{MaxBodyBytes: 1 << 20, MaxRetries: 1},
 	}
 	cases := []struct {
@@ -62,16 +65,18 @@ limits: {max_body_bytes: 1048576, max_retries: 1}
 			if diff := cmp.Diff(want, c.Gateway); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
-			if c.Listen != "0.0.0.0:9000" || c.DrainTimeout != 5*time.Second || c.LogLevel != "debug" || c.HTTPServer != "std" {
+			if c.Listen != "0.0.0.0:9000" || c.AdminListen != "127.0.0.1:9090" || c.DrainDelay != 2*time.Second || c.DrainTimeout != 5*time.Second || c.LogLevel != "debug" {
 				t.Errorf("process settings %+v", c)
 			}
-			if want := (gateway.ServerConfig{ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 4096}); c.Server != want {
+			want := gateway.ServerConfig{ReadHeaderTimeout: 5 * time.Second, ReadBodyTimeout: 6 * time.Second, WriteTimeout: 7 * time.Second,
+				IdleTimeout: time.Minute, MaxHeaderBytes: 4096, MaxConnections: 50}
+			if c.Server != want {
 				t.Errorf("server %+v, want %+v", c.Server, want)
 			}
 		}, ""},
-		{"flags override the file", []string{"-config", full, "-policy", "least-request", "-backends", "http://c:1", "-scrape-interval", "20ms", "-api-keys", "", "-policy-params", `{"x":1}`}, func(t *testing.T, c fileConfig) {
+		{"flags override the file", []string{"-config", full, "-policy", "least-request", "-backends", "http://c:1", "-scrape-interval", "20ms", "-debug-headers=false", "-policy-params", `{"x":1}`}, func(t *testing.T, c fileConfig) {
 			g := c.Gateway
-			if g.Policy != "least-request" || strings.Join(g.Backends, ",") != "http://c:1" || g.Health.ScrapeInterval != 20*time.Millisecond || len(g.APIKeys) != 0 || fmt.Sprint(g.PolicyParams) != "map[x:1]" {
+			if g.Policy != "least-request" || strings.Join(g.Backends, ",") != "http://c:1" || g.Health.ScrapeInterval != 20*time.Millisecond || g.DebugHeaders || fmt.Sprint(g.PolicyParams) != "map[x:1]" {
 				t.Errorf("got %+v", g)
 			}
 			if g.Health.FailureThreshold != 5 {
@@ -82,17 +87,15 @@ limits: {max_body_bytes: 1048576, max_retries: 1}
 			if strings.Join(c.Gateway.Backends, ",") != "http://a:1,http://b:2" || c.Gateway.Health.ScrapeInterval != 50*time.Millisecond || c.Listen != "127.0.0.1:8080" {
 				t.Errorf("got %+v", c)
 			}
-			if c.HTTPServer != "lean" || c.Server != gateway.DefaultServerConfig() {
-				t.Errorf("front end %q %+v, want lean and the defaults", c.HTTPServer, c.Server)
+			if c.Server != gateway.DefaultServerConfig() || c.AdminListen != "" || c.Gateway.DebugHeaders {
+				t.Errorf("server %+v, admin %q, debug headers %v: want the defaults", c.Server, c.AdminListen, c.Gateway.DebugHeaders)
 			}
 		}, ""},
-		{"flag overrides http_server", []string{"-config", full, "-http-server", "lean"}, func(t *testing.T, c fileConfig) {
-			if c.HTTPServer != "lean" || c.Server.MaxHeaderBytes != 4096 {
-				t.Errorf("front end %q %+v", c.HTTPServer, c.Server)
-			}
-		}, ""},
-		{"bad http_server", []string{"-config", writeFile(t, "srv.yaml", "backends: [http://a:1]\nhttp_server: nginx\n")}, nil, `http-server "nginx"`},
 		{"bad server limits", []string{"-config", writeFile(t, "lim.yaml", "backends: [http://a:1]\nserver: {max_header_bytes: 10, idle_timeout: -1s}\n")}, nil, "max_header_bytes 10"},
+		{"zero connections", []string{"-config", writeFile(t, "conn.yaml", "backends: [http://a:1]\nserver: {max_connections: 0}\n")}, nil, "max_connections 0"},
+		{"the old front-end switch", []string{"-config", writeFile(t, "old.yaml", "backends: [http://a:1]\nhttp_server: lean\n")}, nil, "field http_server not found"},
+		{"admin on the main address", []string{"-backends", "http://a:1", "-listen", "127.0.0.1:1", "-admin-listen", "127.0.0.1:1"}, nil, "admin_listen"},
+		{"bad backend name", []string{"-backends", "a b=http://a:1"}, nil, `name "a b"`},
 		{"unknown field", []string{"-config", writeFile(t, "bad.yaml", "backends: [http://a:1]\nhealth: {scrape_intervall: 1s}\n")}, nil, "field scrape_intervall not found"},
 		{"bad duration", []string{"-config", writeFile(t, "dur.yaml", "backends: [http://a:1]\ntimeouts: {idle: soon}\n")}, nil, "soon"},
 		{"invalid values", []string{"-config", writeFile(t, "val.yaml", "backends: [ftp://a]\nlimits: {max_retries: -1}\n")}, nil, "limits.max_retries"},
@@ -168,22 +171,62 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// TestRunReloadAndDrain runs the command: it serves, reloads its backends on SIGHUP, and on
-// SIGTERM waits for the stream in flight before it exits.
-func TestRunReloadAndDrain(t *testing.T) {
-	for _, server := range []string{"lean", "std"} {
-		t.Run(server, func(t *testing.T) { testRunReloadAndDrain(t, server) })
+// TestAPIKeySources checks that keys come from the file's api_keys, the api_keys_file and
+// $KVROUTE_API_KEYS together, and that no flag takes keys: a flag shows in the process list.
+func TestAPIKeySources(t *testing.T) {
+	keys := writeFile(t, "keys", "# router keys\nk-file-1\n\n  k-file-2  \n")
+	cfg := writeFile(t, "route.yaml", "backends: [http://a:1]\napi_keys: [k-yaml]\napi_keys_file: "+keys+"\n")
+	o, err := parseFlags([]string{"-config", cfg}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o.getenv = func(name string) string { return map[string]string{keysEnv: "k-env-1, k-env-2"}[name] }
+	c, err := o.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(c.Gateway.APIKeys, ","); got != "k-yaml,k-file-1,k-file-2,k-env-1,k-env-2" {
+		t.Errorf("keys %s", got)
+	}
+	bad := writeFile(t, "bad-keys", "ok\nhas space\n")
+	o, _ = parseFlags([]string{"-backends", "http://a:1", "-api-keys-file", bad}, io.Discard)
+	if _, err := o.load(); err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Errorf("a key with a space: %v, want an error naming line 2", err)
+	}
+	if _, err := parseFlags([]string{"-api-keys", "secret"}, io.Discard); err == nil {
+		t.Error("-api-keys accepted: keys on the command line show in ps")
 	}
 }
 
-func testRunReloadAndDrain(t *testing.T, server string) {
+// startRoute runs the command with args until the test ends, and returns its address, the
+// signal channel and the channel of its exit code.
+func startRoute(t *testing.T, logs io.Writer, args ...string) (string, chan os.Signal, chan int) {
+	t.Helper()
+	signals, addrs, exit := make(chan os.Signal, 1), make(chan string, 1), make(chan int, 1)
+	go func() {
+		exit <- run(context.Background(), args, env{stdout: io.Discard, stderr: logs, signals: signals,
+			listening: func(addr string) { addrs <- addr }})
+	}()
+	select {
+	case addr := <-addrs:
+		return "http://" + addr, signals, exit
+	case code := <-exit:
+		t.Fatalf("route exited with %d", code)
+	}
+	return "", nil, nil
+}
+
+// TestRunReloadAndDrain runs the command: it serves, reloads its backends on SIGHUP, and on
+// SIGTERM answers /ready with 503 at once while it goes on serving on its open listener,
+// waits for the stream in flight, and exits.
+func TestRunReloadAndDrain(t *testing.T) {
 	hold, started := make(chan struct{}), make(chan struct{}, 4)
 	a, b := backend(t, "a", hold, started), backend(t, "b", hold, started)
-	cfgPath := writeFile(t, "route.yaml", "listen: 127.0.0.1:0\npolicy: least-request\nbackends: ["+a.URL+"]\n")
+	cfgPath := writeFile(t, "route.yaml", "listen: 127.0.0.1:0\npolicy: least-request\ndrain_delay: 0s\nbackends: ["+a.URL+"]\n")
 	signals, addrs, reloads, exit := make(chan os.Signal), make(chan string, 1), make(chan error, 1), make(chan int, 1)
 	var logs syncBuffer
 	go func() {
-		exit <- run(context.Background(), []string{"-config", cfgPath, "-http-server", server}, env{stderr: &logs, signals: signals,
+		exit <- run(context.Background(), []string{"-config", cfgPath, "-debug-headers"}, env{stderr: &logs, signals: signals,
 			listening: func(addr string) { addrs <- addr }, reloaded: func(err error) { reloads <- err }})
 	}()
 	base := "http://" + <-addrs
@@ -195,7 +238,7 @@ func testRunReloadAndDrain(t *testing.T, server string) {
 		t.Fatalf("first request: %v %v", resp, err)
 	}
 
-	if err := os.WriteFile(cfgPath, []byte("listen: 127.0.0.1:0\npolicy: least-request\nbackends: ["+b.URL+"]\n"), 0o644); err != nil {
+	if err := os.WriteFile(cfgPath, []byte("listen: 127.0.0.1:0\npolicy: least-request\ndrain_delay: 0s\nbackends: ["+b.URL+"]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	signals <- syscall.SIGHUP
@@ -208,6 +251,23 @@ func testRunReloadAndDrain(t *testing.T, server string) {
 	}
 	<-started
 	signals <- syscall.SIGTERM
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		// A new connection: the listener is still open, and /ready says the router drains.
+		resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get(base + "/ready")
+		if err != nil {
+			t.Fatalf("/ready while draining: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/ready still %d after SIGTERM", resp.StatusCode)
+		}
+	}
+	if resp, err := post(false); err != nil || resp.StatusCode != 200 {
+		t.Errorf("a request while draining: %v %v", resp, err)
+	}
 	select {
 	case code := <-exit:
 		t.Fatalf("exited with %d while a stream was in flight", code)
@@ -229,54 +289,72 @@ func testRunReloadAndDrain(t *testing.T, server string) {
 	}
 }
 
-func TestHTTPServerFlag(t *testing.T) {
-	var stderr bytes.Buffer
-	if _, err := parseFlags([]string{"-http-server", "nginx"}, &stderr); err == nil || !strings.Contains(stderr.String(), "want lean or std") {
-		t.Fatalf("-http-server nginx: err %v, stderr %q", err, stderr.String())
-	}
-	for _, ok := range []string{"lean", "std"} {
-		if o, err := parseFlags([]string{"-http-server", ok}, io.Discard); err != nil || o.httpServer != ok {
-			t.Errorf("-http-server %s: %v", ok, err)
+// TestServerSettings runs the command with a configured header limit: a request whose head
+// exceeds it is answered 431 and a normal one still goes through.
+func TestServerSettings(t *testing.T) {
+	a := backend(t, "a", nil, nil)
+	cfg := writeFile(t, "route.yaml", "listen: 127.0.0.1:0\nserver: {max_header_bytes: 2048, read_header_timeout: 2s}\nbackends: ["+a.URL+"]\n")
+	base, signals, exit := startRoute(t, io.Discard, "-config", cfg, "-drain-delay", "0s")
+	send := func(header int) int {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/chat/completions", strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
+		for i := range header / 1000 {
+			req.Header.Set(fmt.Sprintf("X-Padding-%d", i), strings.Repeat("p", 1000))
 		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := send(16 << 10); code != http.StatusRequestHeaderFieldsTooLarge {
+		t.Errorf("16 KB of headers: status %d, want 431", code)
+	}
+	if code := send(1000); code != http.StatusOK {
+		t.Errorf("1 KB header: status %d, want 200", code)
+	}
+	signals <- syscall.SIGTERM
+	if code := <-exit; code != 0 {
+		t.Errorf("exit code %d", code)
 	}
 }
 
-// TestServerSettings runs the command with a configured header limit: under either front end
-// a request whose head exceeds it is answered 431 and a normal one still goes through.
-func TestServerSettings(t *testing.T) {
-	for _, server := range []string{"lean", "std"} {
-		t.Run(server, func(t *testing.T) {
-			a := backend(t, "a", nil, nil)
-			cfg := writeFile(t, "route.yaml", "listen: 127.0.0.1:0\nhttp_server: "+server+
-				"\nserver: {max_header_bytes: 2048, read_header_timeout: 2s}\nbackends: ["+a.URL+"]\n")
-			signals, addrs, exit := make(chan os.Signal), make(chan string, 1), make(chan int, 1)
-			go func() {
-				exit <- run(context.Background(), []string{"-config", cfg}, env{stderr: io.Discard, signals: signals,
-					listening: func(addr string) { addrs <- addr }})
-			}()
-			url := "http://" + <-addrs + "/v1/chat/completions"
-			send := func(header int) int {
-				req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{"model":"m","messages":[{"role":"user","content":"x"}]}`))
-				for i := range header / 1000 { // lines of 1,000 bytes: under the lean server's 8 KB line limit
-					req.Header.Set(fmt.Sprintf("X-Padding-%d", i), strings.Repeat("p", 1000))
-				}
-				resp, err := http.DefaultClient.Do(req)
-				if err != nil {
-					t.Fatal(err)
-				}
-				resp.Body.Close()
-				return resp.StatusCode
-			}
-			if code := send(16 << 10); code != http.StatusRequestHeaderFieldsTooLarge {
-				t.Errorf("16 KB of headers: status %d, want 431", code)
-			}
-			if code := send(1000); code != http.StatusOK {
-				t.Errorf("1 KB header: status %d, want 200", code)
-			}
-			signals <- syscall.SIGTERM
-			if code := <-exit; code != 0 {
-				t.Errorf("exit code %d", code)
-			}
-		})
+// TestAdminListen serves /metrics on the admin address only, with no key there, while the
+// main address asks clients for theirs.
+func TestAdminListen(t *testing.T) {
+	a := backend(t, "a", nil, nil)
+	admin := freeAddr(t)
+	base, signals, exit := startRoute(t, io.Discard, "-listen", "127.0.0.1:0", "-admin-listen", admin, "-backends", a.URL,
+		"-api-keys-file", writeFile(t, "keys", "k1\n"), "-drain-delay", "0s")
+	get := func(url string) int {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
 	}
+	for url, want := range map[string]int{
+		base + "/metrics": 404, base + "/v1/models": 401, base + "/ready": 200,
+		"http://" + admin + "/metrics": 200, "http://" + admin + "/ready": 200, "http://" + admin + "/v1/models": 404,
+	} {
+		if got := get(url); got != want {
+			t.Errorf("GET %s: %d, want %d", url, got, want)
+		}
+	}
+	signals <- syscall.SIGTERM
+	if code := <-exit; code != 0 {
+		t.Errorf("exit code %d", code)
+	}
+}
+
+// freeAddr returns a loopback address with a port free a moment ago.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
 }

@@ -25,7 +25,7 @@ var allowed = map[string][]string{
 	"sim/engine":         {"kvroute/sim", "kvroute/gpumodel"},
 	"sim/cluster":        {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
 	"results":            {"gonum.org/v1/gonum/...", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/..."},
-	"internal/openai":    {},
+	"internal/openai":    {"github.com/go-json-experiment/json/..."},
 	"internal/vllm":      {"github.com/prometheus/common/...", "github.com/prometheus/client_model/..."},
 	"internal/gateway":   {"kvroute/router/...", "kvroute/internal/openai", "kvroute/internal/vllm", "github.com/prometheus/client_golang/..."},
 	"internal/emulate":   {"kvroute/sim/...", "kvroute/gpumodel", "kvroute/internal/openai", "kvroute/internal/vllm"},

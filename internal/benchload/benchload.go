@@ -1,6 +1,6 @@
-// Package benchload is the harness of the proxy benchmarks: a trivial OpenAI-shaped backend, a
-// ~2 KB chat body, a closed-loop HTTP load that reports latency percentiles and throughput, and
-// nginx started as the reference proxy. The gateway's in-process benchmark and cmd/route's
+// Package benchload is the harness of the proxy benchmarks: a trivial OpenAI-shaped backend,
+// chat bodies of a given size, a closed-loop HTTP load that reports latency percentiles,
+// throughput and CPU time per request, and nginx started as the reference proxy. The gateway's in-process benchmark and cmd/route's
 // benchmark across processes share it, so their figures are comparable.
 package benchload
 
@@ -43,10 +43,16 @@ func Handler() http.Handler {
 	})
 }
 
-// ChatBody returns the benchmark's request: a chat completion with a system message and a
-// user message of about 1,900 characters of deterministic text (about 2 KB in all).
-func ChatBody() []byte {
-	prompt := routertest.Words(rand.New(rand.NewPCG(1, 2)), 1900)
+// Sizes are the chat body sizes the proxy benchmarks use: a short chat, a long document, and
+// about 55k tokens, the size at which GIE's EPP plateaus (gateway-api-inference-extension
+// issue #2928).
+var Sizes = []int{2 << 10, 32 << 10, 220 << 10}
+
+// ChatBody returns a chat completion of about size bytes: a system message and a user message
+// of deterministic words.
+func ChatBody(size int) []byte {
+	const overhead = 110 // the JSON around the user message
+	prompt := routertest.Words(rand.New(rand.NewPCG(1, 2)), max(size-overhead, 16))
 	body, err := json.Marshal(map[string]any{"model": Model, "max_tokens": 4, "messages": []map[string]string{
 		{"role": "system", "content": "You are terse."}, {"role": "user", "content": prompt}}})
 	if err != nil {
@@ -56,14 +62,19 @@ func ChatBody() []byte {
 }
 
 // Run sends b.N POSTs of body to url from conc goroutines, each waiting for its response
-// before sending the next, and reports latency p50 and p99 in µs and throughput in req/s.
-// Any failed request or non-200 status fails the benchmark.
-func Run(b *testing.B, client *http.Client, url string, body []byte, conc int) {
+// before sending the next, and reports latency p50 and p99 in µs, throughput in req/s and,
+// when cpu is not nil, the CPU time it measures per request in µs ("cpu-µs/req"). Any failed
+// request or non-200 status fails the benchmark.
+func Run(b *testing.B, client *http.Client, url string, body []byte, conc int, cpu CPUClock) {
 	b.ReportAllocs()
 	lat := make([]time.Duration, b.N)
 	var next, failed atomic.Int64
 	var wg sync.WaitGroup
 	b.ResetTimer()
+	var cpu0 time.Duration
+	if cpu != nil {
+		cpu0 = cpu()
+	}
 	start := time.Now()
 	for range conc {
 		wg.Go(func() {
@@ -86,6 +97,9 @@ func Run(b *testing.B, client *http.Client, url string, body []byte, conc int) {
 	wg.Wait()
 	elapsed := time.Since(start)
 	b.StopTimer()
+	if cpu != nil {
+		b.ReportMetric(float64((cpu()-cpu0).Nanoseconds())/1e3/float64(b.N), "cpu-µs/req")
+	}
 	if n := failed.Load(); n > 0 {
 		b.Fatalf("%d of %d requests failed", n, b.N)
 	}

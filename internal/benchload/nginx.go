@@ -42,13 +42,14 @@ http {
 // Nginx starts nginx (from PATH, or $KVROUTE_NGINX) in front of backend: the reference the
 // gateway's throughput target is set against, measured in the same run as the gateway.
 // Workers come from $KVROUTE_NGINX_WORKERS (default 1). It returns "" when nginx is not
-// installed, and the benchmark leaves its row out.
-func Nginx(b *testing.B, backend string) string {
+// installed, and the benchmark leaves its row out. It also returns nginx's process id (its
+// only process, with one worker).
+func Nginx(b *testing.B, backend string) (string, int) {
 	bin := os.Getenv("KVROUTE_NGINX")
 	if bin == "" {
 		var err error
 		if bin, err = exec.LookPath("nginx"); err != nil {
-			return ""
+			return "", 0
 		}
 	}
 	addr := FreeAddr(b)
@@ -69,7 +70,7 @@ func Nginx(b *testing.B, backend string) string {
 	}
 	b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() }) // the master stops its workers
 	WaitListening(b, "nginx", addr)
-	return "http://" + addr
+	return "http://" + addr, cmd.Process.Pid
 }
 
 // FreeAddr returns a loopback address with a free port, for a server in another process.

@@ -53,8 +53,8 @@ func start(t *testing.T, n int, policy string, speed float64) *system {
 		urls = append(urls, "http://"+r.Addr())
 	}
 	gcfg := gateway.DefaultConfig()
-	gcfg.Policy, gcfg.Backends = policy, urls
-	gw, err := gateway.New(gcfg, gateway.Options{OnHealth: func(b string, ready bool, _ error) {
+	gcfg.Policy, gcfg.Backends, gcfg.DebugHeaders = policy, urls, true
+	gw, err := gateway.New(gcfg, gateway.Options{OnHealth: func(_, b string, ready bool, _ error) {
 		select {
 		case s.health <- healthEvent{b, ready}:
 		default:

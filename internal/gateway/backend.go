@@ -1,7 +1,7 @@
 package gateway
 
 import (
-	"crypto/tls"
+	"net/url"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -13,9 +13,11 @@ import (
 // backend is one model server. Its mutable fields are guarded by Gateway.mu; the others are
 // set at creation.
 type backend struct {
-	id            string    // the normalized base URL
-	up            *upstream // the connections completions are proxied on
-	endpointHdr   []string  // the X-Kvroute-Endpoint header value: id
+	id            string   // the normalized base URL: the policy's endpoint ID, never shown
+	name          string   // what clients, logs and metrics see
+	nameHdr       []string // the X-Kvroute-Endpoint header value: name
+	chatURL       *url.URL // where completions go
+	complURL      *url.URL
 	metricsURL    string
 	modelsURL     string
 	stop          chan struct{} // closed when the backend leaves the pool
@@ -40,17 +42,22 @@ type backend struct {
 	started        bool // its scrape loop is running
 }
 
-func newBackend(id string, m *metrics, tlsConf *tls.Config) (*backend, error) {
-	up, err := newUpstream(id, tlsConf)
+func newBackend(spec backendSpec, m *metrics) (*backend, error) {
+	chat, err := url.Parse(spec.url + "/v1/chat/completions")
+	if err != nil {
+		return nil, err
+	}
+	compl, err := url.Parse(spec.url + "/v1/completions")
 	if err != nil {
 		return nil, err
 	}
 	b := &backend{
-		id: id, up: up, endpointHdr: []string{id}, metricsURL: id + "/metrics", modelsURL: id + "/v1/models",
+		id: spec.url, name: spec.name, nameHdr: []string{spec.name}, chatURL: chat, complURL: compl,
+		metricsURL: spec.url + "/metrics", modelsURL: spec.url + "/v1/models",
 		stop:          make(chan struct{}),
 		ready:         true, // optimistic until the first scrape says otherwise
-		inflightGauge: m.inflight.WithLabelValues(id),
-		healthyGauge:  m.healthy.WithLabelValues(id),
+		inflightGauge: m.inflight.WithLabelValues(spec.name),
+		healthyGauge:  m.healthy.WithLabelValues(spec.name),
 	}
 	b.healthyGauge.Set(1)
 	return b, nil
@@ -68,6 +75,8 @@ func (b *backend) endpoint() router.EndpointState {
 
 // BackendStatus is a backend's state as the gateway sees it, for logs, tests and operators.
 type BackendStatus struct {
+	// Name is the backend's configured name, the one clients, logs and metrics see.
+	Name string
 	// URL is the backend's base URL, normalized; it is the policy's endpoint ID.
 	URL string
 	// Ready is false while the backend is ejected.
@@ -91,7 +100,7 @@ type BackendStatus struct {
 
 func (b *backend) status() BackendStatus {
 	s := BackendStatus{
-		URL: b.id, Ready: b.ready, Models: b.models, Running: b.running, Waiting: b.waiting,
+		Name: b.name, URL: b.id, Ready: b.ready, Models: b.models, Running: b.running, Waiting: b.waiting,
 		KVUsage: b.kvUsage, NumGPUBlocks: b.numGPUBlocks, UpdatedAt: b.updatedAt,
 		InFlight: b.inFlight, InFlightTokens: b.inFlightTokens, Failures: b.failures,
 	}

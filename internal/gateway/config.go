@@ -3,6 +3,7 @@ package gateway
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"net/url"
 	"strings"
 	"time"
@@ -17,10 +18,19 @@ type Config struct {
 	PolicyParams map[string]any `yaml:"policy_params" json:"policy_params"`
 	// Seed seeds the policy's random source.
 	Seed uint64 `yaml:"seed" json:"seed"`
-	// Backends are the base URLs of the model servers ("http://10.0.0.1:8000"), unique.
+	// Backends are the model servers, each its base URL ("http://10.0.0.1:8000") or
+	// NAME=URL ("gpu-a=http://10.0.0.1:8000"). The name is all clients and metrics labels
+	// ever show of a backend (URLs stay private); it defaults to "backend-" and 8 hex digits
+	// of a hash of the URL, which stays the same when the list is edited. URLs and names are
+	// unique.
 	Backends []string `yaml:"backends" json:"backends"`
-	// APIKeys, when not empty, are the bearer tokens clients must send on /v1/ paths.
+	// APIKeys, when not empty, are the bearer tokens clients must send on /v1/ paths and
+	// /metrics.
 	APIKeys []string `yaml:"api_keys" json:"api_keys"`
+	// DebugHeaders adds X-Kvroute-Endpoint (the backend's name) and X-Kvroute-Reason (the
+	// policy's decision branch) to responses, for load generators that record them (false:
+	// clients learn nothing of the fleet behind the router).
+	DebugHeaders bool `yaml:"debug_headers" json:"debug_headers"`
 	// Health configures scraping and health checking.
 	Health HealthConfig `yaml:"health" json:"health"`
 	// Timeouts bound each attempt at a backend.
@@ -54,14 +64,19 @@ type TimeoutsConfig struct {
 	FirstByte time.Duration `yaml:"first_byte" json:"first_byte"`
 	// Idle is the longest gap between two reads of the body after the first (60s).
 	Idle time.Duration `yaml:"idle" json:"idle"`
+	// Request bounds a whole request, from its arrival to the end of its response, retries
+	// included (30m); a stream cut by it ends with a backend_timeout error event.
+	Request time.Duration `yaml:"request" json:"request"`
 }
 
 // LimitsConfig bounds requests.
 type LimitsConfig struct {
 	// MaxBodyBytes is the largest request body accepted, in bytes (16 MiB); larger gets 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes"`
-	// MaxRetries is how many other backends a request that failed before sending any byte to
-	// the client is tried on (2).
+	// MaxRetries is how many other backends a request is tried on when a backend certainly
+	// did not handle it: the connection was refused (nothing was sent), or it answered 503 or
+	// 429, the statuses servers refuse work with before reading it (2; 0: never retried). A
+	// request a backend may have received is never sent again.
 	MaxRetries int `yaml:"max_retries" json:"max_retries"`
 }
 
@@ -74,7 +89,7 @@ func DefaultConfig() Config {
 			ScrapeInterval: 50 * time.Millisecond, ScrapeTimeout: time.Second, FailureThreshold: 3,
 			MaxBackoff: 2 * time.Second, ModelsInterval: 10 * time.Second,
 		},
-		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second},
+		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second, Request: 30 * time.Minute},
 		Limits:   LimitsConfig{MaxBodyBytes: 16 << 20, MaxRetries: 2},
 	}
 }
@@ -93,15 +108,17 @@ func (c Config) Validate() error {
 	}
 	seen := map[string]bool{}
 	for i, b := range c.Backends {
-		id, err := normalizeURL(b)
+		spec, err := parseBackend(b)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("backends[%d]: %w", i, err))
 			continue
 		}
-		if seen[id] {
-			errs = append(errs, fmt.Errorf("backends[%d]: %s listed twice", i, id))
+		for _, k := range []string{"url " + spec.url, "name " + spec.name} {
+			if seen[k] {
+				errs = append(errs, fmt.Errorf("backends[%d]: %s listed twice", i, k))
+			}
+			seen[k] = true
 		}
-		seen[id] = true
 	}
 	for i, k := range c.APIKeys {
 		if k == "" || strings.ContainsAny(k, " \t\r\n") {
@@ -134,6 +151,7 @@ func (t TimeoutsConfig) validate() error {
 	positive(&errs, "timeouts.header", t.Header)
 	positive(&errs, "timeouts.first_byte", t.FirstByte)
 	positive(&errs, "timeouts.idle", t.Idle)
+	positive(&errs, "timeouts.request", t.Request)
 	return errors.Join(errs...)
 }
 
@@ -152,6 +170,45 @@ func positive(errs *[]error, name string, d time.Duration) {
 	if d <= 0 {
 		*errs = append(*errs, fmt.Errorf("%s %v: want > 0", name, d))
 	}
+}
+
+// backendSpec is one entry of Config.Backends.
+type backendSpec struct {
+	name string // as configured, or backend-N
+	url  string // normalized: the policy's endpoint ID
+}
+
+// parseBackend parses an entry of Config.Backends: URL or NAME=URL.
+func parseBackend(s string) (backendSpec, error) {
+	name, raw, named := strings.Cut(s, "=")
+	if !named || strings.Contains(name, "://") {
+		name, raw = "", s
+	} else if !validName(name) {
+		return backendSpec{}, fmt.Errorf("name %q: want 1-64 letters, digits, '.', '_' or '-'", name)
+	}
+	u, err := normalizeURL(raw)
+	if err != nil {
+		return backendSpec{}, err
+	}
+	if name == "" {
+		h := fnv.New32a()
+		_, _ = h.Write([]byte(u))
+		name = fmt.Sprintf("backend-%08x", h.Sum32())
+	}
+	return backendSpec{name: name, url: u}, nil
+}
+
+// validName reports whether s can name a backend: it goes into headers and metric labels.
+func validName(s string) bool {
+	if len(s) == 0 || len(s) > 64 {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 // normalizeURL checks that s is an absolute http or https URL with a host and no query or

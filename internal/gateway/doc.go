@@ -10,26 +10,25 @@
 // fails: the Reserve/Unreserve discipline of the Kubernetes scheduler, with an idempotent
 // release, so counters cannot leak or underflow.
 //
+// The HTTP is the standard library's. Completions go through an httputil.ReverseProxy
+// (proxy.go, forward.go): its Transport hook asks the policy for a backend per attempt and
+// sends the request over an http.Transport; a request goes to another backend only when the
+// first certainly did not handle it (the connection could not be made, or it answered 503 or
+// 429), never when a backend may have received it. The response body is wrapped (relay.go)
+// to bound each read with the header, first-byte and idle timeouts, read the usage the
+// response reports, pass an event stream on in whole events, end a stream that breaks with
+// one well-formed OpenAI error event, and release the reservation. Server (server.go) is
+// net/http's server with what a router in front of GPUs needs of it: header, body, per-write
+// and idle timeouts, a header size limit, and a cap on open connections answered with a 503.
+//
 // Scrapes double as health checks: consecutive failures eject a backend (Ready=false), an
-// ejected backend is probed with exponential backoff and re-admitted on its first good scrape,
-// and a connection refused while proxying ejects it at once. A request that fails before any
-// byte reached the client is retried on another backend; a stream that breaks later ends with
-// an OpenAI-style error event. The gateway counts what it does in Prometheus metrics registered
-// on a registry the caller passes in.
+// ejected backend is probed with exponential backoff and re-admitted on its first good
+// scrape, and a connection refused while proxying ejects it at once. Backends have names;
+// clients, error bodies and metric labels see those, never the backends' URLs.
 //
-// The proxy path is built for low overhead per request, since the gateway sits in front of
-// every completion. Requests go to backends over the gateway's own pools of keep-alive
-// HTTP/1.1 connections (upstream.go, exchange.go): the handler's goroutine writes the request
-// in one write and reads the response itself, with deadlines for timeouts, and no goroutine
-// or channel of a transport in between. A pooled connection the backend closed while it was
-// idle is replaced once, transparently. Server (server.go) is a lean HTTP/1.1 server that
-// drives the Gateway, or any http.Handler, the same way: one goroutine per connection that
-// reads a request, calls the handler and writes the response, usually in one write; it
-// watches for a client that goes away only once a request has run for a while. A Gateway is
-// also an ordinary http.Handler and works under net/http's server. The HTTP/1.1 parsers
-// (h1head.go, h1request.go, h1body.go) are fuzzed against net/http's.
-//
-// New builds a Gateway, Run drives its scrape loops, ServeHTTP serves clients, Reload swaps
-// the configuration without dropping requests in flight, and Drain marks it not ready before
-// a shutdown. NewServer and Server.Serve put it on a listener; Server.Shutdown drains it.
+// New builds a Gateway, Run drives its scrape loops, ServeHTTP serves clients (AdminHandler
+// serves /health, /ready and /metrics alone, for an operators' listener), Reload swaps the
+// configuration without dropping requests in flight, and Drain marks it not ready before a
+// shutdown while it goes on serving; Idle reports when nothing is left in flight. NewServer
+// and Server.Serve put a handler on a listener; Server.Shutdown drains it.
 package gateway

@@ -57,8 +57,8 @@ func Example() {
 	// true [llama-3.1-8b]
 }
 
-// ExampleServer serves a handler with the gateway's HTTP/1.1 server, as cmd/route serves a
-// Gateway, and shuts it down.
+// ExampleServer serves a handler with net/http's server under a ServerConfig's limits, as
+// cmd/route serves a Gateway, and shuts it down.
 func ExampleServer() {
 	srv, err := gateway.NewServer(gateway.DefaultServerConfig(), http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain")

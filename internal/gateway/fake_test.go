@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -33,15 +34,22 @@ type fake struct {
 	dead   chan struct{} // closed when the current server is killed
 	bodies [][]byte      // every completion body received, as sent
 
-	running   atomic.Int64
-	served    atomic.Int64
-	hold      chan struct{} // when set, streams wait on it after their first token
-	started   chan string   // when set, receives the name after a held stream's first token
-	dieAfter  int           // when > 0, streams abort the connection after this many tokens
-	noHeaders chan struct{} // when set, handlers wait on it before writing anything
-	gone      chan struct{} // when set, receives when a handler saw its client go away
+	running  atomic.Int64
+	served   atomic.Int64
+	hold     chan struct{} // when set, streams wait on it after their first token
+	started  chan string   // when set, receives the name after a held stream's first token
+	dieAfter int           // when > 0, streams abort the connection after this many tokens
+	// dieMidEvent makes a stream that dies send the start of one more event first.
+	dieMidEvent bool
+	noHeaders   chan struct{} // when set, handlers wait on it before writing anything
+	gone        chan struct{} // when set, receives when a handler saw its client go away
 	// abortBeforeBody makes completions send their headers, then drop the connection.
 	abortBeforeBody bool
+	// flood makes streams send large events until the client goes away.
+	flood bool
+	// status, when set, makes completions answer it at once with an OpenAI error body of
+	// known length, as uvicorn's --limit-concurrency or a rate limiter refuses work.
+	status int
 	// connState, when set before start, is the server's connection state hook.
 	connState func(net.Conn, http.ConnState)
 }
@@ -97,6 +105,19 @@ func (f *fake) revive() {
 	f.start(ln)
 }
 
+// receivedWith is the number of completion requests the fake received whose body holds s.
+func (f *fake) receivedWith(s string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, b := range f.bodies {
+		if bytes.Contains(b, []byte(s)) {
+			n++
+		}
+	}
+	return n
+}
+
 func (f *fake) lastBody() []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -139,6 +160,10 @@ func (f *fake) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	f.mu.Lock()
 	f.bodies = append(f.bodies, body)
 	f.mu.Unlock()
+	if f.status != 0 {
+		openai.WriteError(w, &openai.Error{Status: f.status, Type: openai.TypeServer, Message: "busy, try again"})
+		return
+	}
 	if f.noHeaders != nil {
 		select {
 		case <-f.noHeaders:
@@ -176,6 +201,10 @@ func (f *fake) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 func (f *fake) stream(w http.ResponseWriter, r *http.Request, chat bool, n int, includeUsage bool, usage string) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	fl := w.(http.Flusher)
+	if f.flood {
+		f.floodStream(w, r)
+		return
+	}
 	chunk := `data: {"choices":[{"index":0,"text":"tok"}]}` + "\n\n"
 	if chat {
 		fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}`+"\n\n")
@@ -185,6 +214,10 @@ func (f *fake) stream(w http.ResponseWriter, r *http.Request, chat bool, n int, 
 		fmt.Fprint(w, chunk)
 		fl.Flush()
 		if f.dieAfter > 0 && i+1 == f.dieAfter {
+			if f.dieMidEvent {
+				fmt.Fprint(w, `data: {"choi`)
+				fl.Flush()
+			}
 			panic(http.ErrAbortHandler)
 		}
 		if i == 0 && f.hold != nil {
@@ -210,4 +243,17 @@ func (f *fake) stream(w http.ResponseWriter, r *http.Request, chat bool, n int, 
 		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":%s}\n\n", usage)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// floodStream writes 64 KiB events until the client goes away.
+func (f *fake) floodStream(w http.ResponseWriter, r *http.Request) {
+	event := []byte(`data: {"choices":[{"index":0,"delta":{"content":"` + strings.Repeat("x", 64<<10) + `"}}]}` + "\n\n")
+	for {
+		if _, err := w.Write(event); err != nil || r.Context().Err() != nil {
+			if f.gone != nil {
+				f.gone <- struct{}{}
+			}
+			return
+		}
+	}
 }

@@ -11,9 +11,10 @@ import (
 
 // ServeHTTP serves POST /v1/chat/completions and /v1/completions (routed and proxied),
 // GET /v1/models (the union of the backends' models), /health (the process is up), /ready
-// (some backend is ready and the gateway is not draining) and /metrics (Prometheus).
-// When a backend fails midway through a non-streamed response, ServeHTTP aborts the response
-// with http.ErrAbortHandler so that the client sees a failed response, never a truncated one.
+// (some backend is ready and the gateway is not draining) and /metrics (Prometheus; with the
+// API key when keys are configured). When a backend fails midway through a non-streamed
+// response, ServeHTTP aborts the response with http.ErrAbortHandler so that the client sees
+// a failed response, never a truncated one.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/chat/completions":
@@ -22,15 +23,40 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveCompletion(w, r, kindCompletion)
 	case "/v1/models":
 		g.serveModels(w, r)
+	case "/metrics":
+		if !g.current.Load().authorized(r) {
+			openai.WriteError(w, errUnauthorized)
+			return
+		}
+		g.serveAdmin(w, r)
+	default:
+		g.serveAdmin(w, r)
+	}
+}
+
+// AdminHandler serves /health, /ready and /metrics with no API key, for a listener only
+// operators reach (cmd/route's admin_listen).
+func (g *Gateway) AdminHandler() http.Handler { return http.HandlerFunc(g.serveAdmin) }
+
+func (g *Gateway) serveAdmin(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health", "/ready", "/metrics":
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			methodNotAllowed(w, "GET, HEAD")
+			return
+		}
+	default:
+		openai.WriteError(w, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
+			Message: "no route for " + r.Method + " " + r.URL.Path, Code: "not_found"})
+		return
+	}
+	switch r.URL.Path {
 	case "/health":
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case "/ready":
 		g.serveReady(w)
-	case "/metrics":
-		g.promHTTP.ServeHTTP(w, r)
 	default:
-		openai.WriteError(w, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest,
-			Message: "no route for " + r.Method + " " + r.URL.Path, Code: "not_found"})
+		g.promHTTP.ServeHTTP(w, r)
 	}
 }
 

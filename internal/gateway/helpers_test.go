@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -89,29 +88,12 @@ func testConfig(policy string, fakes ...*fake) Config {
 	cfg := DefaultConfig()
 	cfg.Policy = policy
 	for _, f := range fakes {
-		cfg.Backends = append(cfg.Backends, f.url())
+		cfg.Backends = append(cfg.Backends, f.name+"="+f.url())
 	}
 	cfg.Health.ScrapeInterval = 5 * time.Millisecond
 	cfg.Health.FailureThreshold = 2
 	cfg.Health.MaxBackoff = 40 * time.Millisecond
 	return cfg
-}
-
-// front is how a test serves the gateway to its clients.
-type front string
-
-const (
-	frontServer  front = "server"   // the gateway's own Server, as cmd/route serves it
-	frontNetHTTP front = "net-http" // net/http's server: a Gateway is an ordinary http.Handler
-)
-
-var fronts = []front{frontServer, frontNetHTTP}
-
-// forEachFront runs test once per front, each as a subtest.
-func forEachFront(t *testing.T, test func(t *testing.T, fr front)) {
-	for _, fr := range fronts {
-		t.Run(string(fr), func(t *testing.T) { test(t, fr) })
-	}
 }
 
 // harness is a running gateway behind a loopback server.
@@ -131,18 +113,19 @@ type healthEvent struct {
 }
 
 // start builds a gateway for cfg, probes its backends once, runs its scrape loops and
-// serves it with its own Server; everything stops when the test ends.
+// serves it with a Server of the default configuration, as cmd/route does; everything stops
+// when the test ends.
 func start(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	return startFront(t, cfg, frontServer)
+	return startServer(t, cfg, DefaultServerConfig())
 }
 
-// startFront is start with the gateway served by fr.
-func startFront(t *testing.T, cfg Config, fr front) *harness {
+// startServer is start with the server configured by scfg.
+func startServer(t *testing.T, cfg Config, scfg ServerConfig) *harness {
 	t.Helper()
 	h := &harness{reg: prometheus.NewRegistry(), health: make(chan healthEvent, 1024), handled: make(chan struct{}, 4096)}
-	g, err := New(cfg, Options{Metrics: h.reg, Policies: spyRegistry(&h.spy), OnHealth: func(b string, ready bool, _ error) {
-		h.health <- healthEvent{b, ready}
+	g, err := New(cfg, Options{Metrics: h.reg, Policies: spyRegistry(&h.spy), OnHealth: func(_, url string, ready bool, _ error) {
+		h.health <- healthEvent{url, ready}
 	}})
 	if err != nil {
 		t.Fatal(err)
@@ -165,13 +148,7 @@ func startFront(t *testing.T, cfg Config, fr front) *harness {
 	})
 	h.client = &http.Client{Transport: &http.Transport{}}
 	t.Cleanup(h.client.CloseIdleConnections)
-	if fr == frontNetHTTP {
-		srv := httptest.NewServer(handler)
-		t.Cleanup(srv.Close)
-		h.url = srv.URL
-		return h
-	}
-	h.url = serveGateway(t, handler)
+	h.url = serveGateway(t, handler, scfg)
 	return h
 }
 
@@ -279,15 +256,15 @@ func quote(s string) string {
 	return b.String()
 }
 
-// serveGateway serves h on a loopback port with the gateway's own Server, as cmd/route does,
-// until the test ends, and returns its base URL.
-func serveGateway(tb testing.TB, h http.Handler) string {
+// serveGateway serves h on a loopback port with a Server, as cmd/route does, until the test
+// ends, and returns its base URL.
+func serveGateway(tb testing.TB, h http.Handler, cfg ServerConfig) string {
 	tb.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	srv, err := NewServer(DefaultServerConfig(), h, func(err error) { tb.Error(err) })
+	srv, err := NewServer(cfg, h, nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -1,15 +1,14 @@
 package gateway
 
 import (
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
-	"syscall"
 	"time"
 
 	"kvroute/internal/openai"
@@ -24,16 +23,34 @@ const (
 	kindCompletion
 )
 
-// outcome says whether an attempt ended the request or it should be tried elsewhere.
-type outcome uint8
+// call is one client request as the proxy handles it: what the policy was asked, the
+// attempts so far, and how it ended. It travels in the request's context from the handler to
+// the proxy's hooks.
+type call struct {
+	st      *state
+	req     *router.Request
+	body    []byte // the original request body, forwarded unchanged
+	kind    kind
+	start   time.Time
+	exclude []*backend // backends an earlier attempt failed on
+	lastErr error      // the last attempt's failure, with the backend's name
+	// status is the HTTP status the client got: 499 when it went away, 502 or 504 when a
+	// started stream failed.
+	status  int
+	backend string // the name of the backend of the last attempt
+	reason  string // the policy's reason for it
+}
 
-const (
-	done outcome = iota
-	retry
-)
+type callKey struct{}
 
-// serveCompletion reads, parses and routes one completion request, forwarding its original
-// bytes, with retries on other backends while nothing has reached the client.
+// callOf returns the call a proxied request's context carries.
+func callOf(ctx context.Context) *call { return ctx.Value(callKey{}).(*call) }
+
+// statusClientClosed labels requests whose client went away (nginx's convention).
+const statusClientClosed = 499
+
+// serveCompletion reads, parses and routes one completion request, and forwards its original
+// bytes through the proxy, which tries other backends while that is safe.
 func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind) {
 	start := time.Now()
 	st := g.current.Load()
@@ -45,11 +62,11 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 		g.reject(w, st, errUnauthorized)
 		return
 	}
-	c := getCall(start)
-	defer putCall(c)
-	body, oerr := readBody(r, st.cfg.Limits.MaxBodyBytes, c.body)
-	c.body = body
+	body, oerr := readBody(w, r, st.cfg.Limits.MaxBodyBytes)
 	if oerr != nil {
+		// The request's framing can no longer be trusted: nothing more is read from this
+		// connection, so nothing the client sent after the body can pass for a request.
+		w.Header().Set("Connection", "close")
 		g.reject(w, st, oerr)
 		return
 	}
@@ -63,8 +80,11 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 			Message: fmt.Sprintf("model %q is not served by any backend", req.Model), Param: "model", Code: "model_not_found"})
 		return
 	}
-	g.route(w, r, st, c, req, body, k)
-	g.metrics.request(st.policy.Name(), c.backend, c.reason, c.status).Inc()
+	c := &call{st: st, req: req, body: body, kind: k, start: start}
+	ctx, cancel := context.WithTimeoutCause(r.Context(), st.cfg.Timeouts.Request, ErrRequestTimeout)
+	defer cancel()
+	defer func() { g.metrics.request(st.policy.Name(), c.backend, c.reason, c.status).Inc() }()
+	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callKey{}, c)))
 }
 
 // reject answers a request the gateway refuses before routing it.
@@ -73,29 +93,50 @@ func (g *Gateway) reject(w http.ResponseWriter, st *state, e *openai.Error) {
 	g.metrics.request(st.policy.Name(), "", "", e.Status).Inc()
 }
 
-// readBody reads the whole request body, up to limit bytes, into buf's storage.
-func readBody(r *http.Request, limit int64, buf []byte) ([]byte, *openai.Error) {
+// Body reading: the buffer starts at bodyChunk bytes and at most doubles with what arrived, so
+// the memory a request holds follows the bytes it sent, never the length it announced.
+const bodyChunk = 32 << 10
+
+// readBody reads the whole request body, up to limit bytes. A body larger than limit gets
+// 413 (and net/http closes the connection after the answer), one that stops arriving before
+// the server's body timeout 408, a malformed one 400.
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *openai.Error) {
 	if r.ContentLength > limit {
 		return nil, tooLarge(limit)
 	}
-	var body []byte
-	var err error
-	if r.ContentLength >= 0 {
-		body = slices.Grow(buf[:0], int(r.ContentLength))[:r.ContentLength]
-		_, err = io.ReadFull(r.Body, body)
-	} else {
-		b := bytes.NewBuffer(buf[:0])
-		_, err = b.ReadFrom(io.LimitReader(r.Body, limit+1))
-		body = b.Bytes()
-		if int64(len(body)) > limit {
-			return nil, tooLarge(limit)
+	rd := http.MaxBytesReader(w, r.Body, limit)
+	buf := make([]byte, 0, min(bodyChunk, max(int(r.ContentLength)+1, 512))) // +1: the read that sees EOF
+	for {
+		if len(buf) == cap(buf) {
+			next := 2 * cap(buf)
+			if r.ContentLength > 0 {
+				next = min(next, int(r.ContentLength)+1)
+			}
+			buf = slices.Grow(buf, next-len(buf))
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, bodyError(err, limit)
 		}
 	}
-	if err != nil {
-		return nil, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest,
-			Message: "reading request body: " + err.Error(), Code: "invalid_body"}
+}
+
+// bodyError is the answer to a request whose body could not be read.
+func bodyError(err error, limit int64) *openai.Error {
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		return tooLarge(limit)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return &openai.Error{Status: http.StatusRequestTimeout, Type: openai.TypeInvalidRequest,
+			Message: "request body not received in time", Code: "request_timeout"}
 	}
-	return body, nil
+	return &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest,
+		Message: "reading request body: " + err.Error(), Code: "invalid_body"}
 }
 
 func tooLarge(limit int64) *openai.Error {
@@ -146,120 +187,4 @@ func (g *Gateway) parse(k kind, body []byte, r *http.Request) (*router.Request, 
 		req.InputTokens = (len(o.Prompt) + 3) / 4
 	}
 	return req, nil
-}
-
-// route makes up to 1+MaxRetries attempts, each on a backend none of the earlier ones used.
-func (g *Gateway) route(w http.ResponseWriter, r *http.Request, st *state, c *call, req *router.Request, body []byte, k kind) {
-	last := st.cfg.Limits.MaxRetries
-	for attempt := 0; ; attempt++ {
-		t0 := time.Now()
-		res, err := g.reserve(st, req, c.exclude, t0)
-		g.metrics.decision.Observe(time.Since(t0).Seconds())
-		if err != nil {
-			g.noBackend(w, c, req, err, attempt)
-			return
-		}
-		c.backend, c.reason, c.endpointHdr = res.b.id, res.decision.Reason, res.b.endpointHdr
-		if attempt == 0 {
-			g.metrics.overhead.Observe(time.Since(c.start).Seconds())
-		}
-		if g.attempt(w, r, st, c, res, body, k, attempt == last) == done {
-			return
-		}
-		g.metrics.retries.WithLabelValues(res.b.id).Inc()
-		c.exclude = append(c.exclude, res.b)
-	}
-}
-
-// noBackend answers a request no (further) backend can take: 503 on the first attempt, else
-// the failure of the last attempt.
-func (g *Gateway) noBackend(w http.ResponseWriter, c *call, req *router.Request, err error, attempt int) {
-	if attempt == 0 {
-		g.writeError(w, c, &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer,
-			Message: fmt.Sprintf("no ready backend for model %q: %v", req.Model, err), Code: "no_backend"})
-		return
-	}
-	g.writeError(w, c, failureError(c.lastErr))
-}
-
-func (g *Gateway) writeError(w http.ResponseWriter, c *call, e *openai.Error) {
-	openai.WriteError(w, e)
-	c.status = e.Status
-}
-
-// failureError is the error body for a backend failure: 504 for a timeout, else 502.
-func failureError(err error) *openai.Error {
-	if isTimeout(err) {
-		return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeServer, Message: err.Error(), Code: "backend_timeout"}
-	}
-	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeServer, Message: fmt.Sprint("backend failed: ", err), Code: "backend_error"}
-}
-
-// attempt sends the request to res's backend and relays the response. It reports retry when
-// the backend failed before any byte reached the client and another attempt is allowed.
-func (g *Gateway) attempt(w http.ResponseWriter, r *http.Request, st *state, c *call, res *reservation, body []byte, k kind, last bool) outcome {
-	c.usage = router.Usage{}
-	defer func() { res.release(c.usage, time.Now()) }()
-	x := &c.ex
-	defer x.close()
-	if err := g.send(r, st, x, res.b, body, k); err != nil {
-		return g.failedEarly(w, r, c, res.b, err, last)
-	}
-	if x.head.status >= 500 && !last {
-		c.lastErr = fmt.Errorf("backend %s: status %d", res.b.id, x.head.status)
-		return retry
-	}
-	n, rerr := readSome(x, c.buf)
-	if n == 0 && rerr != nil && rerr != io.EOF {
-		return g.failedEarly(w, r, c, res.b, rerr, last)
-	}
-	g.relay(w, r, c, res.req, x, n, rerr)
-	return done
-}
-
-// readSome reads until it gets at least one byte or an error.
-func readSome(r io.Reader, buf []byte) (int, error) {
-	for {
-		n, err := r.Read(buf)
-		if n > 0 || err != nil {
-			return n, err
-		}
-	}
-}
-
-// send forwards the original body to b with the client's end-to-end header fields and reads
-// the response head.
-func (g *Gateway) send(r *http.Request, st *state, x *exchange, b *backend, body []byte, k kind) error {
-	path := b.up.chatPath
-	if k == kindCompletion {
-		path = b.up.complPath
-	}
-	x.reqHead = b.up.appendRequestHead(x.reqHead[:0], path, r.Header, len(st.keys) > 0, len(body))
-	return x.send(r.Context(), b.up, body, st.cfg.Timeouts)
-}
-
-// failedEarly handles a failure before any byte reached the client: the client left (done),
-// or the backend failed (retry, or on the last attempt a 502 or 504 error body). A refused
-// or reset connection ejects the backend until its next good scrape.
-func (g *Gateway) failedEarly(w http.ResponseWriter, r *http.Request, c *call, b *backend, err error, last bool) outcome {
-	if r.Context().Err() != nil {
-		c.status = statusClientClosed
-		return done
-	}
-	if !isTimeout(err) && isConnFailure(err) {
-		g.eject(b, err)
-	}
-	c.lastErr = fmt.Errorf("backend %s: %w", b.id, err)
-	if !last {
-		return retry
-	}
-	g.writeError(w, c, failureError(c.lastErr))
-	return done
-}
-
-// isConnFailure reports errors that mean nobody is serving at the backend's address.
-func isConnFailure(err error) bool {
-	var op *net.OpError
-	return errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
-		(errors.As(err, &op) && op.Op == "dial")
 }

@@ -6,15 +6,15 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
+	"kvroute/internal/openai"
 	"kvroute/router"
 )
 
-func TestProxy(t *testing.T) { forEachFront(t, testProxy) }
-
-func testProxy(t *testing.T, fr front) {
+func TestProxy(t *testing.T) {
 	a, b := newFake(t, "a"), newFake(t, "b")
-	h := startFront(t, testConfig("spy-round-robin", a, b), fr)
+	h := start(t, testConfig("spy-round-robin", a, b))
 	cases := []struct {
 		name      string
 		path      string
@@ -77,8 +77,10 @@ func checkBody(t *testing.T, body string, stream bool) {
 		}
 		return
 	}
-	ev := events(body)
-	if len(ev) == 0 || ev[len(ev)-1] != "[DONE]" {
+	if err := openai.CheckStream([]byte(body)); err != nil {
+		t.Errorf("stream %q: %v", body, err)
+	}
+	if ev := events(body); len(ev) == 0 || ev[len(ev)-1] != "[DONE]" {
 		t.Errorf("stream does not end with [DONE]: %q", body)
 	}
 }
@@ -102,14 +104,12 @@ func lastFinish(t *testing.T, s *spy) finish {
 	return s.finished[id]
 }
 
-func TestRequestErrors(t *testing.T) { forEachFront(t, testRequestErrors) }
-
-func testRequestErrors(t *testing.T, fr front) {
+func TestRequestErrors(t *testing.T) {
 	a := newFake(t, "a")
 	cfg := testConfig("prefix-score", a)
 	cfg.APIKeys = []string{"k1", "k2"}
 	cfg.Limits.MaxBodyBytes = 4096
-	h := startFront(t, cfg, fr)
+	h := start(t, cfg)
 	auth := []string{"Authorization", "Bearer k2"}
 	cases := []struct {
 		name       string
@@ -172,5 +172,48 @@ func TestNoReadyBackend(t *testing.T) {
 	r.Body.Close()
 	if r.StatusCode != http.StatusServiceUnavailable {
 		t.Errorf("/ready = %d with no ready backend", r.StatusCode)
+	}
+}
+
+// TestBackendIdentityStaysPrivate checks what clients learn of the fleet: nothing by default,
+// the backend's name and the decision branch with DebugHeaders, and in an error the backend's
+// name, never its address.
+func TestBackendIdentityStaysPrivate(t *testing.T) {
+	for _, debug := range []bool{false, true} {
+		t.Run(fmt.Sprintf("debug-headers=%v", debug), func(t *testing.T) {
+			a, dead := newFake(t, "a"), newFake(t, "dead")
+			cfg := testConfig("spy-round-robin", a, dead)
+			cfg.DebugHeaders = debug
+			cfg.Limits.MaxRetries = 0
+			cfg.Health.ScrapeInterval, cfg.Health.MaxBackoff = time.Hour, time.Hour // the proxy finds it dead
+			h := start(t, cfg)
+			dead.kill()
+			ok, failed := h.post(t, "/v1/chat/completions", chatBody("x", false, "")), h.post(t, "/v1/chat/completions", chatBody("y", false, ""))
+			if ok.status != 200 || failed.status != http.StatusBadGateway {
+				t.Fatalf("statuses %d, %d: want 200 from a and 502 from the dead backend", ok.status, failed.status)
+			}
+			wantEndpoint, wantReason := "", ""
+			if debug {
+				wantEndpoint, wantReason = "a", "round-robin"
+			}
+			if got := ok.header.Get("X-Kvroute-Endpoint"); got != wantEndpoint {
+				t.Errorf("X-Kvroute-Endpoint %q, want %q", got, wantEndpoint)
+			}
+			if got := ok.header.Get("X-Kvroute-Reason"); (got != "") != (wantReason != "") {
+				t.Errorf("X-Kvroute-Reason %q with debug headers %v", got, debug)
+			}
+			for _, r := range []response{ok, failed} {
+				for k, vs := range r.header {
+					for _, v := range vs {
+						if strings.Contains(v, "127.0.0.1") {
+							t.Errorf("header %s: %q shows a backend address", k, v)
+						}
+					}
+				}
+			}
+			if !strings.Contains(failed.body, "backend dead") || strings.Contains(failed.body, dead.addr) || strings.Contains(failed.body, "127.0.0.1") {
+				t.Errorf("502 body %q: want the backend's name, not its address", failed.body)
+			}
+		})
 	}
 }

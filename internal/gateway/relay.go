@@ -1,157 +1,216 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"slices"
 	"strconv"
-	"sync"
+	"strings"
 	"time"
 
 	"kvroute/internal/openai"
 	"kvroute/router"
 )
 
-// statusClientClosed labels requests whose client went away (nginx's convention).
-const statusClientClosed = 499
-
 // maxKeptBody bounds the non-streamed response body kept to read its usage.
 const maxKeptBody = 1 << 20
 
-// call is one client request's scratch state; calls are pooled.
-type call struct {
-	start   time.Time
-	buf     []byte // copy buffer
-	scan    openai.StreamScanner
-	kept    []byte // a non-streamed 200 body, for its usage; nil once it outgrew maxKeptBody
-	exclude []*backend
-	ex      exchange
-	body    []byte // the request body's storage
-	usage   router.Usage
-	lastErr error
-	status  int
-	backend string
-	reason  string
-	// endpointHdr is the X-Kvroute-Endpoint value for backend.
-	endpointHdr []string
+// Event-stream buffering: a stream's bytes are passed on event by event, so the client never
+// gets part of an event; an event longer than maxHeldEvent is passed on as it arrives.
+const (
+	streamChunk  = 16 << 10
+	maxHeldEvent = 1 << 20
+)
+
+// relay is the body of a backend's response as the proxy copies it to the client. It bounds
+// each read with the attempt's timeouts, reads the usage the response reports, and releases
+// the request's reservation, with that usage, when the proxy closes it. An event stream is
+// passed on in whole events; when the backend's stream breaks or ends without [DONE], the
+// incomplete event is dropped and an OpenAI error event ends the stream instead, so that
+// every event the client gets parses.
+type relay struct {
+	c      *call
+	res    *reservation
+	at     *attempt
+	rc     io.ReadCloser
+	stream bool
+	kept   []byte // a non-streamed 200 body, for its usage; nil when not kept
+	scan   openai.StreamScanner
+
+	// Streams: buf[start:ready] is ready to give (whole events, or the error event), and
+	// buf[ready:] the start of an event still arriving.
+	buf          []byte
+	start, ready int
+	partial      bool // part of an over-long event was given: the client is mid-event
+
+	done    bool  // the backend's body ended, by EOF or by failure
+	failure error // why it failed, when it did
+	closed  bool
 }
 
-var callPool = sync.Pool{New: func() any { return &call{buf: make([]byte, 32<<10), kept: make([]byte, 0, 4<<10)} }}
-
-func getCall(start time.Time) *call {
-	c := callPool.Get().(*call)
-	c.start = start
-	return c
+func newRelay(c *call, res *reservation, at *attempt, resp *http.Response) *relay {
+	r := &relay{c: c, res: res, at: at, rc: resp.Body, stream: isEventStream(resp.Header)}
+	if !r.stream && resp.StatusCode == http.StatusOK {
+		r.kept = make([]byte, 0, 4<<10)
+	}
+	return r
 }
 
-func putCall(c *call) {
-	c.scan.Reset()
-	if cap(c.kept) > 64<<10 || c.kept == nil {
-		c.kept = make([]byte, 0, 4<<10)
-	}
-	if cap(c.body) > 1<<20 {
-		c.body = nil
-	}
-	c.ex.recycle()
-	*c = call{buf: c.buf, scan: c.scan, kept: c.kept[:0], exclude: c.exclude[:0], ex: c.ex, body: c.body[:0]}
-	callPool.Put(c)
+func isEventStream(h http.Header) bool {
+	const sse = "text/event-stream"
+	ct := h.Get("Content-Type")
+	return len(ct) >= len(sse) && strings.EqualFold(ct[:len(sse)], sse)
 }
 
-// relay writes the backend's response to the client, chunk by chunk, flushing after each
-// chunk of an event stream, and watches the body for its usage. n bytes of the body are in
-// c.buf already, and rerr is the error that came with them.
-func (g *Gateway) relay(w http.ResponseWriter, r *http.Request, c *call, req *router.Request, x *exchange, n int, rerr error) {
-	stream := x.head.stream
-	h := w.Header()
-	setFields(h, x.head.fields)
-	// Which backend served the request and why: load generators record them per request.
-	h["X-Kvroute-Endpoint"] = c.endpointHdr
-	h["X-Kvroute-Reason"] = g.reasonHeader(c.reason)
-	w.WriteHeader(x.head.status)
-	c.status = x.head.status
-	var fl http.Flusher
-	if stream {
-		fl, _ = w.(http.Flusher)
+// Read implements io.Reader.
+func (r *relay) Read(p []byte) (int, error) {
+	if !r.stream {
+		return r.readWhole(p)
 	}
-	keep := !stream && x.head.status == http.StatusOK
-	for {
-		if n > 0 {
-			p := c.buf[:n]
-			if stream {
-				_, _ = c.scan.Write(p)
-			} else if keep {
-				c.keep(p)
-			}
-			if _, err := w.Write(p); err != nil {
-				c.status = statusClientClosed
-				c.usage = c.usageOf(req, stream)
-				return
-			}
-			if fl != nil {
-				fl.Flush()
-			}
+	for r.start == r.ready {
+		if r.done {
+			return 0, io.EOF
 		}
-		if rerr != nil {
-			break
-		}
-		n, rerr = x.Read(c.buf)
+		r.fill()
 	}
-	c.usage = c.usageOf(req, stream)
-	g.endRelay(w, r, c, stream, rerr, fl)
+	n := copy(p, r.buf[r.start:r.ready])
+	r.start += n
+	return n, nil
 }
 
-// endRelay ends the client's response after the backend's body ended with rerr. A stream
-// that broke, or ended without its [DONE] event, gets an error event; a non-streamed body
-// that broke is aborted so the client sees a failed response, never a truncated one.
-func (g *Gateway) endRelay(w http.ResponseWriter, r *http.Request, c *call, stream bool, rerr error, fl http.Flusher) {
-	var err error
-	switch {
-	case r.Context().Err() != nil:
-		c.status = statusClientClosed
-		return
-	case rerr == io.EOF:
-		if !stream || c.scan.Done() || c.scan.Failed() {
+// readWhole passes a non-streamed body on as it arrives; an error aborts the client's
+// response (ReverseProxy's ErrAbortHandler), so the client sees a failed response, never a
+// truncated one.
+func (r *relay) readWhole(p []byte) (int, error) {
+	n, err := r.at.read(r.rc, p)
+	if r.kept != nil {
+		if len(r.kept)+n > maxKeptBody {
+			r.kept = nil
+		} else {
+			r.kept = append(r.kept, p[:n]...)
+		}
+	}
+	if err != nil {
+		r.done = true
+		if err != io.EOF {
+			r.failure = err
+		}
+	}
+	return n, err
+}
+
+// fill reads more of the stream and makes the events it completes ready.
+func (r *relay) fill() {
+	if r.start > 0 { // everything before start was given
+		n := copy(r.buf, r.buf[r.start:])
+		r.buf, r.ready, r.start = r.buf[:n], r.ready-r.start, 0
+	}
+	if len(r.buf) == cap(r.buf) {
+		if cap(r.buf) >= maxHeldEvent { // an over-long event: pass on what came
+			r.give(len(r.buf))
+			r.partial = true
 			return
 		}
-		err = errors.New("backend stream ended without [DONE]")
+		r.buf = slices.Grow(r.buf, max(streamChunk, cap(r.buf)))
+	}
+	n, err := r.at.read(r.rc, r.buf[len(r.buf):cap(r.buf)])
+	r.buf = r.buf[:len(r.buf)+n]
+	if end := lastEventEnd(r.buf[r.ready:]); end > 0 {
+		r.give(r.ready + end)
+		r.partial = false
+	}
+	if err != nil {
+		r.end(err)
+	}
+}
+
+// give makes buf[ready:end] ready and scans it for usage.
+func (r *relay) give(end int) {
+	_, _ = r.scan.Write(r.buf[r.ready:end])
+	r.ready = end
+}
+
+// end finishes the stream after the backend's body ended with err.
+func (r *relay) end(err error) {
+	r.done = true
+	if err == io.EOF && r.ready < len(r.buf) && r.buf[len(r.buf)-1] == '\n' {
+		r.buf = append(r.buf, '\n') // the last event lacked only its blank line
+		r.give(len(r.buf))
+	}
+	name := r.c.backend
+	switch {
+	case errors.Is(err, errClientGone):
+		r.failure = err
+		r.buf = r.buf[:r.ready]
+		return
+	case isTimeout(err):
+		r.failure = fmt.Errorf("backend %s: %w", name, err)
+	case err != io.EOF:
+		r.failure = fmt.Errorf("backend %s: stream broke: %s", name, errnoText(err))
+	case r.ready < len(r.buf):
+		r.failure = fmt.Errorf("backend %s: stream ended in the middle of an event", name)
+	case r.scan.Done() || r.scan.Failed():
+		return
 	default:
-		err = rerr
+		r.failure = fmt.Errorf("backend %s: stream ended without [DONE]", name)
 	}
-	e := failureError(err)
-	c.status = e.Status
-	if !stream {
-		panic(http.ErrAbortHandler)
+	r.buf = r.buf[:r.ready] // the incomplete event is dropped
+	if r.partial {
+		r.buf = append(r.buf, "\n\n"...) // end the over-long event the client is in
 	}
-	_, _ = w.Write(e.AppendEvent(c.buf[:0]))
-	if fl != nil {
-		fl.Flush()
-	}
+	r.buf = failureError(r.failure).AppendEvent(r.buf)
+	r.ready = len(r.buf)
 }
 
-func (c *call) keep(p []byte) {
-	if c.kept == nil {
-		return
+// lastEventEnd returns the end of the last complete event in b, just after its blank line
+// ("\n\n" or "\r\n\r\n"), or 0 when b holds none.
+func lastEventEnd(b []byte) int {
+	end := 0
+	if i := bytes.LastIndex(b, []byte("\n\n")); i >= 0 {
+		end = i + 2
 	}
-	if len(c.kept)+len(p) > maxKeptBody {
-		c.kept = nil
-		return
+	if i := bytes.LastIndex(b, []byte("\n\r\n")); i >= 0 && i+3 > end {
+		end = i + 3
 	}
-	c.kept = append(c.kept, p...)
+	return end
 }
 
-// usageOf is the usage the response reported; without one, the prompt length is the
-// request's estimate and, for streams, the completion length is the count of text chunks.
-func (c *call) usageOf(req *router.Request, stream bool) router.Usage {
+// Close implements io.Closer: it closes the backend's body, records how the response ended
+// and releases the reservation with the usage the response reported. ReverseProxy calls it
+// once the response is copied, or failed to be.
+func (r *relay) Close() error {
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	r.at.stop()
+	err := r.rc.Close()
+	switch {
+	case r.failure != nil && !errors.Is(r.failure, errClientGone):
+		r.c.status = failureError(r.failure).Status
+	case !r.done || r.failure != nil:
+		r.c.status = statusClientClosed // the copy to the client stopped first
+	}
+	r.res.release(r.usage(), time.Now())
+	return err
+}
+
+// usage is the usage the response reported; without one, the prompt length is the request's
+// estimate and, for streams, the completion length is the count of text chunks.
+func (r *relay) usage() router.Usage {
 	var u openai.Usage
 	var ok bool
-	if stream {
-		u, ok = c.scan.Usage()
-	} else if c.kept != nil {
-		u, ok = openai.ParseUsage(c.kept)
+	if r.stream {
+		u, ok = r.scan.Usage()
+	} else if r.kept != nil && r.done && r.failure == nil {
+		u, ok = openai.ParseUsage(r.kept)
 	}
 	if !ok {
-		u.PromptTokens = req.InputTokens
+		u.PromptTokens = r.c.req.InputTokens
 	}
 	return router.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CompletionTokens: u.CompletionTokens}
 }
@@ -174,19 +233,6 @@ func (g *Gateway) reasonHeader(reason string) []string {
 		g.reasons.CompareAndSwap(m, &next) // a lost race only costs a later miss
 	}
 	return v
-}
-
-// setFields adds a response's forwarded fields to h, with one allocation for all of them.
-func setFields(h http.Header, fields []field) {
-	vals := make([]string, len(fields))
-	for i, f := range fields {
-		vals[i] = f.value
-		if vs, ok := h[f.key]; ok {
-			h[f.key] = append(vs, f.value)
-		} else {
-			h[f.key] = vals[i : i+1 : i+1]
-		}
-	}
 }
 
 // statusLabels holds the label of each HTTP status, built once so labelling does not allocate.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kvroute/internal/openai"
 )
 
 // TestBackendKilledDuringBurst kills one of three backends while it holds streams and more
@@ -82,15 +84,25 @@ func TestBackendKilledDuringBurst(t *testing.T) {
 	}
 }
 
-func TestRetryBeforeFirstByte(t *testing.T) {
+// TestRetryOnlyWhenUnsent checks that a request goes to another backend only when the first
+// certainly did not handle it (nothing sent, or refused with 503 or 429), that a retried
+// stream reaches the client clean, and that a request a backend may have received is never
+// sent again: it fails with a clear error instead.
+func TestRetryOnlyWhenUnsent(t *testing.T) {
 	cases := []struct {
-		name    string
-		breakIt func(f *fake)
-		cfg     func(*Config)
+		name       string
+		breakIt    func(f *fake)
+		cfg        func(*Config)
+		wantStatus int    // 200: served by the good backend; 0: a failed response
+		wantCode   string // in the error body otherwise
 	}{
-		{"connection refused", func(f *fake) { f.kill() }, nil},
-		{"header timeout", func(f *fake) { f.noHeaders = make(chan struct{}) }, func(c *Config) { c.Timeouts.Header = 50 * time.Millisecond }},
-		{"dies before first byte", func(f *fake) { f.abortBeforeBody = true }, nil},
+		{"connection refused", func(f *fake) { f.kill() }, nil, 200, ""},
+		{"refused with 503", func(f *fake) { f.status = http.StatusServiceUnavailable }, nil, 200, ""},
+		{"refused with 429", func(f *fake) { f.status = http.StatusTooManyRequests }, nil, 200, ""},
+		{"500 is relayed", func(f *fake) { f.status = http.StatusInternalServerError }, nil, 500, "busy, try again"},
+		{"header timeout", func(f *fake) { f.noHeaders = make(chan struct{}) }, func(c *Config) { c.Timeouts.Header = 50 * time.Millisecond }, 504, "backend_timeout"},
+		{"dies after its headers", func(f *fake) { f.abortBeforeBody = true }, nil, 0, ""},
+		{"no retries allowed", func(f *fake) { f.status = http.StatusServiceUnavailable }, func(c *Config) { c.Limits.MaxRetries = 0 }, 503, "busy, try again"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,54 +115,88 @@ func TestRetryBeforeFirstByte(t *testing.T) {
 			}
 			h := start(t, cfg)
 			tc.breakIt(bad)
-			for i := range 4 {
-				r := h.post(t, "/v1/chat/completions", chatBody("x", i%2 == 0, ""))
-				if r.status != http.StatusOK || r.header.Get("X-Fake-Backend") != "good" {
-					t.Fatalf("request %d: status %d from %q: %s", i, r.status, r.header.Get("X-Fake-Backend"), r.body)
+			const n = 4
+			for i := range n {
+				stream := i%2 == 0
+				r := h.post(t, "/v1/chat/completions", chatBody(fmt.Sprintf("request-%d", i), stream, ""))
+				switch {
+				case r.header.Get("X-Fake-Backend") == "good":
+					if r.status != 200 {
+						t.Errorf("request %d: status %d from the good backend", i, r.status)
+					}
+					checkBody(t, r.body, stream)
+				case tc.wantStatus == 200:
+					t.Errorf("request %d: status %d from %q: %s", i, r.status, r.header.Get("X-Fake-Backend"), r.body)
+				case tc.wantStatus == 0 && r.err == nil:
+					t.Errorf("request %d: status %d body %q, want a failed response", i, r.status, r.body)
+				case tc.wantStatus != 0 && (r.status != tc.wantStatus || !strings.Contains(r.body, tc.wantCode)):
+					t.Errorf("request %d: status %d body %q err %v, want %d %s", i, r.status, r.body, r.err, tc.wantStatus, tc.wantCode)
 				}
 			}
-			h.waitHandled(t, 4)
+			h.waitHandled(t, n)
 			h.assertNoInFlight(t)
+			for i := range n {
+				marker := fmt.Sprintf("request-%d", i)
+				onBad, onGood := bad.receivedWith(marker), good.receivedWith(marker)
+				if onBad > 1 || onGood > 1 {
+					t.Errorf("%s: received %d times by the bad backend, %d by the good one", marker, onBad, onGood)
+				}
+				if tc.wantStatus == 200 && onGood != 1 {
+					t.Errorf("%s: not served by the good backend", marker)
+				}
+				if tc.wantStatus != 200 && onBad+onGood != 1 {
+					t.Errorf("%s: sent to %d backends; a request a backend may have handled is never sent again", marker, onBad+onGood)
+				}
+			}
 		})
 	}
 }
 
-func TestStreamBreaksMidway(t *testing.T) { forEachFront(t, testStreamBreaksMidway) }
-
-func testStreamBreaksMidway(t *testing.T, fr front) {
-	a := newFake(t, "a")
-	a.dieAfter = 2
-	h := startFront(t, testConfig("spy-least-request", a), fr)
-	r := h.post(t, "/v1/chat/completions", chatBody("x", true, ""))
-	if r.status != http.StatusOK {
-		t.Fatalf("status %d", r.status)
-	}
-	ev := events(r.body)
-	if len(ev) != 4 { // role, 2 tokens, error
-		t.Fatalf("events %q, want role, two tokens and an error", ev)
-	}
-	var e struct {
-		Error struct{ Message, Type, Code string }
-	}
-	if err := json.Unmarshal([]byte(ev[3]), &e); err != nil || e.Error.Code != "backend_error" || e.Error.Type != "server_error" {
-		t.Errorf("last event %q: want a backend_error event (%v)", ev[3], err)
-	}
-	h.waitHandled(t, 1)
-	h.assertNoInFlight(t)
-	if u := lastFinish(t, h.spy).usage; u.CompletionTokens != 2 {
-		t.Errorf("usage %+v: want the 2 tokens streamed counted", u)
+// TestStreamBreaksMidway kills the backend's stream after two tokens, between events or in
+// the middle of one: the client gets the whole events that came, then one well-formed error
+// event, never a torn one; the two tokens are counted.
+func TestStreamBreaksMidway(t *testing.T) {
+	for _, midEvent := range []bool{false, true} {
+		t.Run(fmt.Sprintf("mid-event=%v", midEvent), func(t *testing.T) {
+			a := newFake(t, "a")
+			a.dieAfter, a.dieMidEvent = 2, midEvent
+			h := start(t, testConfig("spy-least-request", a))
+			r := h.post(t, "/v1/chat/completions", chatBody("x", true, ""))
+			if r.status != http.StatusOK {
+				t.Fatalf("status %d", r.status)
+			}
+			if err := openai.CheckStream([]byte(r.body)); err != nil {
+				t.Errorf("stream %q: %v", r.body, err)
+			}
+			ev := events(r.body)
+			if len(ev) != 4 { // role, 2 tokens, error
+				t.Fatalf("events %q, want role, two tokens and an error", ev)
+			}
+			var e struct {
+				Error struct{ Message, Type, Code string }
+			}
+			if err := json.Unmarshal([]byte(ev[3]), &e); err != nil || e.Error.Code != "backend_error" || e.Error.Type != "server_error" {
+				t.Errorf("last event %q: want a backend_error event (%v)", ev[3], err)
+			}
+			if strings.Contains(e.Error.Message, a.addr) || !strings.Contains(e.Error.Message, "backend a") {
+				t.Errorf("error %q: want the backend named a, not its address", e.Error.Message)
+			}
+			h.waitHandled(t, 1)
+			h.assertNoInFlight(t)
+			if u := lastFinish(t, h.spy).usage; u.CompletionTokens != 2 {
+				t.Errorf("usage %+v: want the 2 tokens streamed counted", u)
+			}
+		})
 	}
 }
 
-func TestIdleTimeout(t *testing.T) { forEachFront(t, testIdleTimeout) }
-
-func testIdleTimeout(t *testing.T, fr front) {
+func TestIdleTimeout(t *testing.T) {
 	a := newFake(t, "a")
 	a.hold = make(chan struct{})
 	t.Cleanup(func() { close(a.hold) })
 	cfg := testConfig("least-request", a)
 	cfg.Timeouts.Idle = 50 * time.Millisecond
-	h := startFront(t, cfg, fr)
+	h := start(t, cfg)
 	r := h.post(t, "/v1/chat/completions", chatBody("x", true, ""))
 	ev := events(r.body)
 	if r.status != 200 || len(ev) == 0 || !strings.Contains(ev[len(ev)-1], `"code":"backend_timeout"`) {
@@ -161,14 +207,10 @@ func testIdleTimeout(t *testing.T, fr front) {
 }
 
 func TestClientDisconnectCancelsBackend(t *testing.T) {
-	forEachFront(t, testClientDisconnectCancelsBackend)
-}
-
-func testClientDisconnectCancelsBackend(t *testing.T, fr front) {
 	a := newFake(t, "a")
 	a.hold, a.started, a.gone = make(chan struct{}), make(chan string, 1), make(chan struct{}, 1)
 	t.Cleanup(func() { close(a.hold) })
-	h := startFront(t, testConfig("spy-least-request", a), fr)
+	h := start(t, testConfig("spy-least-request", a))
 	ctx, cancel := context.WithCancel(context.Background())
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, h.url+"/v1/chat/completions", strings.NewReader(chatBody("x", true, "")))
 	resp, err := h.client.Do(req)

@@ -49,6 +49,7 @@ func (g *Gateway) reserve(st *state, req *router.Request, exclude []*backend, no
 	b.inFlight++
 	b.inFlightTokens += tokens
 	b.inflightGauge.Inc()
+	g.inFlight.Add(1)
 	if st.observer != nil {
 		st.observer.Routed(req, b.id, now)
 	}
@@ -70,5 +71,7 @@ func (r *reservation) release(u router.Usage, now time.Time) bool {
 	if r.st.observer != nil {
 		r.st.observer.Finished(r.req, r.b.id, u, now)
 	}
+	r.g.inFlight.Add(-1)
+	r.g.checkIdle()
 	return true
 }

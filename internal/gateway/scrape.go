@@ -130,7 +130,7 @@ func (g *Gateway) recordScrape(b *backend, m vllm.Metrics, err error, start, now
 	ready := b.ready
 	g.mu.Unlock()
 	if err != nil {
-		g.metrics.scrapeErrors.WithLabelValues(b.id).Inc()
+		g.metrics.scrapeErrors.WithLabelValues(b.name).Inc()
 	}
 	if ready != wasReady {
 		g.healthChanged(b, ready, err)
@@ -161,7 +161,7 @@ func (g *Gateway) healthChanged(b *backend, ready bool, err error) {
 		b.healthyGauge.Set(0)
 	}
 	if g.opts.OnHealth != nil {
-		g.opts.OnHealth(b.id, ready, err)
+		g.opts.OnHealth(b.name, b.id, ready, err)
 	}
 }
 

@@ -56,7 +56,7 @@ func TestScrapeLoopBackoff(t *testing.T) {
 		cfg.Backends = []string{"http://backend:8000"}
 		cfg.Health = HealthConfig{ScrapeInterval: 50 * time.Millisecond, ScrapeTimeout: time.Second,
 			FailureThreshold: 3, MaxBackoff: 400 * time.Millisecond, ModelsInterval: time.Hour}
-		g, err := New(cfg, Options{Transport: sb, OnHealth: func(_ string, ready bool, _ error) {
+		g, err := New(cfg, Options{Transport: sb, OnHealth: func(_, _ string, ready bool, _ error) {
 			health = append(health, event{time.Since(t0), ready})
 		}})
 		if err != nil {

@@ -4,37 +4,55 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"net"
 	"net/http"
+	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
-// ServerConfig configures a Server. Durations decode from strings such as "30s" in YAML.
+// ServerConfig bounds what a client of the Server may send, hold and take. Durations decode
+// from strings such as "30s" in YAML.
 type ServerConfig struct {
-	// ReadHeaderTimeout bounds reading a request's head, from the first byte of the request
-	// (or from the connection's start for the first request) to the blank line (30s).
+	// ReadHeaderTimeout bounds reading a request's head, from its first byte (or the
+	// connection's start) to the blank line (30s).
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout" json:"read_header_timeout"`
+	// ReadBodyTimeout bounds reading a request's body once its head is read (60s); a body
+	// that takes longer gets 408 and the connection is closed.
+	ReadBodyTimeout time.Duration `yaml:"read_body_timeout" json:"read_body_timeout"`
+	// WriteTimeout bounds each write of a response to the client (60s): a client that stops
+	// reading a stream for that long is disconnected, its backend request cancelled.
+	WriteTimeout time.Duration `yaml:"write_timeout" json:"write_timeout"`
 	// IdleTimeout bounds the wait for the next request on a kept-alive connection (120s).
 	IdleTimeout time.Duration `yaml:"idle_timeout" json:"idle_timeout"`
-	// MaxHeaderBytes bounds a request's head, request line included (64 KiB); a larger head,
-	// or a line longer than 8 KiB, is answered 431.
+	// MaxHeaderBytes bounds a request's head (64 KiB); a larger one gets 431.
 	MaxHeaderBytes int `yaml:"max_header_bytes" json:"max_header_bytes"`
+	// MaxConnections caps the client connections open at once (10,000); a connection over the
+	// cap is answered 503 and closed at once. Keep it under the file-descriptor limit, about
+	// half of it: a connection with a request in flight holds a backend connection too.
+	MaxConnections int `yaml:"max_connections" json:"max_connections"`
 }
 
 // DefaultServerConfig returns the defaults documented on each field.
 func DefaultServerConfig() ServerConfig {
-	return ServerConfig{ReadHeaderTimeout: 30 * time.Second, IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10}
+	return ServerConfig{ReadHeaderTimeout: 30 * time.Second, ReadBodyTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second,
+		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10, MaxConnections: 10000}
 }
 
 // Validate checks every field and returns all problems joined, each naming its field.
 func (c ServerConfig) Validate() error {
 	var errs []error
 	positive(&errs, "read_header_timeout", c.ReadHeaderTimeout)
+	positive(&errs, "read_body_timeout", c.ReadBodyTimeout)
+	positive(&errs, "write_timeout", c.WriteTimeout)
 	positive(&errs, "idle_timeout", c.IdleTimeout)
 	if c.MaxHeaderBytes < 1<<10 {
 		errs = append(errs, fmt.Errorf("max_header_bytes %d: want >= 1024", c.MaxHeaderBytes))
+	}
+	if c.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("max_connections %d: want >= 1", c.MaxConnections))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("gateway: server config: %w", err)
@@ -42,171 +60,162 @@ func (c ServerConfig) Validate() error {
 	return nil
 }
 
-// Server serves an http.Handler (a Gateway) over HTTP/1.1 with less work per request than
-// net/http's server, which matters because a proxy pays for a server and a client on every
-// request: each connection's goroutine reads a request, calls the handler and writes the
-// response itself, usually in one write; a client's going away is watched for only once a
-// request has run for a while (see watchDelay); the request, response and buffers are reused
-// along a connection. It supports keep-alive, Content-Length and chunked request bodies,
-// Expect: 100-continue, chunked responses and http.Flusher; not TLS, HTTP/2, trailers,
-// informational responses or hijacking.
-//
-// The handler gets an *http.Request that the server reuses for the connection's next
-// request, so it must not keep it, or its Header, once it returns; its context ends when
-// the client closes the connection.
+// Server is net/http's server with the limits of a ServerConfig: the head, body, write and
+// idle timeouts, a header size limit, and a cap on open connections. It serves any handler;
+// cmd/route serves a Gateway with it.
 type Server struct {
-	cfg     ServerConfig
-	handler http.Handler
-	onError func(error)
-
-	closing atomic.Bool
-	idle    chan struct{} // receives when a connection closes during a shutdown
-
-	mu        sync.Mutex // guards the maps, and closing's change
-	listeners map[net.Listener]struct{}
-	conns     map[*serverConn]struct{}
+	srv *http.Server
+	cfg ServerConfig
+	// rejecting bounds the connections over the cap being answered at once.
+	rejecting chan struct{}
 }
 
-// NewServer returns a server for h. onError, when not nil, is told of handler panics other
-// than http.ErrAbortHandler and of failures to accept connections; it must not block.
-func NewServer(cfg ServerConfig, h http.Handler, onError func(error)) (*Server, error) {
+// NewServer returns a Server for h; errorLog, when not nil, receives net/http's reports
+// (handler panics, accept errors).
+func NewServer(cfg ServerConfig, h http.Handler, errorLog *log.Logger) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, handler: h, onError: onError, listeners: map[net.Listener]struct{}{},
-		conns: map[*serverConn]struct{}{}, idle: make(chan struct{}, 1)}, nil
+	s := &Server{cfg: cfg, rejecting: make(chan struct{}, 256)}
+	s.srv = &http.Server{Handler: s.limits(h), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
+		MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: errorLog}
+	return s, nil
 }
 
-// Serve accepts connections on ln and serves each on its own goroutine until Shutdown or
-// Close, when it returns http.ErrServerClosed; it returns other errors from ln at once,
-// except temporary ones, after which it retries with a growing pause.
+// Serve serves ln until Shutdown or Close, when it returns http.ErrServerClosed.
 func (s *Server) Serve(ln net.Listener) error {
-	if !s.track(ln, true) {
-		return http.ErrServerClosed
+	return s.srv.Serve(&capListener{Listener: ln, s: s, slots: make(chan struct{}, s.cfg.MaxConnections)})
+}
+
+// Shutdown closes the listeners and the idle connections, then waits for the active ones to
+// finish their request, until ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx) }
+
+// Close closes the listeners and every connection at once.
+func (s *Server) Close() error { return s.srv.Close() }
+
+// limits applies the body-read and write timeouts to each request.
+func (s *Server) limits(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		if r.Body != nil && r.Body != http.NoBody {
+			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.ReadBodyTimeout))
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		}
+		h.ServeHTTP(&deadlineWriter{ResponseWriter: w, rc: rc, d: s.cfg.WriteTimeout}, r)
+	})
+}
+
+// deadlineBody lifts the body's read deadline once the whole body has been read, so that
+// net/http can watch the connection for the client's going away while the response is
+// produced. A body that failed keeps its deadline: what net/http reads of the connection
+// after it fails at once.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err == io.EOF && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
 	}
-	defer s.track(ln, false)
-	var pause time.Duration
+	return n, err
+}
+
+// deadlineWriter gives each write of the response WriteTimeout to complete.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc *http.ResponseController
+	d  time.Duration
+}
+
+func (w *deadlineWriter) arm() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.d)) }
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.arm()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	w.arm()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher.
+func (w *deadlineWriter) Flush() {
+	w.arm()
+	_ = w.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the server's writer.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// capListener hands the server at most cap(slots) connections at once; a connection over
+// the cap is answered with a 503 and closed, so a flood of connections costs the server
+// neither file descriptors nor goroutines for long.
+type capListener struct {
+	net.Listener
+	s     *Server
+	slots chan struct{}
+}
+
+func (l *capListener) Accept() (net.Conn, error) {
 	for {
-		nc, err := ln.Accept()
+		c, err := l.Listener.Accept()
 		if err != nil {
-			if s.shuttingDown() {
-				return http.ErrServerClosed
-			}
-			if ne, ok := err.(interface{ Temporary() bool }); !ok || !ne.Temporary() {
-				return err
-			}
-			pause = min(max(2*pause, 5*time.Millisecond), time.Second)
-			s.report(fmt.Errorf("gateway: server: accept: %w; retrying in %v", err, pause))
-			time.Sleep(pause)
-			continue
-		}
-		pause = 0
-		c := newServerConn(s, nc)
-		if !s.add(c) {
-			_ = nc.Close()
-			return http.ErrServerClosed
-		}
-		go c.serve()
-	}
-}
-
-// Shutdown stops accepting connections, closes the idle ones and waits for the others to
-// finish the request they serve, each closing after its response. When ctx ends first it
-// returns ctx's error and leaves the remaining connections to Close.
-func (s *Server) Shutdown(ctx context.Context) error {
-	s.mu.Lock()
-	s.beginClose()
-	for c := range s.conns {
-		if !c.active.Load() {
-			_ = c.nc.Close()
-		}
-	}
-	s.mu.Unlock()
-	for {
-		s.mu.Lock()
-		n := len(s.conns)
-		s.mu.Unlock()
-		if n == 0 {
-			return nil
+			return nil, err
 		}
 		select {
-		case <-s.idle:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-}
-
-// Close stops accepting connections and closes every connection at once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.beginClose()
-	for c := range s.conns {
-		_ = c.nc.Close()
-	}
-	return nil
-}
-
-// beginClose marks the server closing and closes its listeners. s.mu must be held.
-func (s *Server) beginClose() {
-	s.closing.Store(true)
-	for ln := range s.listeners {
-		_ = ln.Close()
-	}
-	clear(s.listeners)
-}
-
-func (s *Server) shuttingDown() bool { return s.closing.Load() }
-
-func (s *Server) track(ln net.Listener, add bool) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !add {
-		delete(s.listeners, ln)
-		return true
-	}
-	if s.closing.Load() {
-		return false
-	}
-	s.listeners[ln] = struct{}{}
-	return true
-}
-
-func (s *Server) add(c *serverConn) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closing.Load() {
-		return false
-	}
-	s.conns[c] = struct{}{}
-	return true
-}
-
-// setActive marks c as serving a request or idle. It reports false when the server is
-// closing: the connection must then close. Shutdown closes only idle connections, and a
-// connection checks closing after it changes state, so none is left open and idle.
-func (s *Server) setActive(c *serverConn, active bool) bool {
-	c.active.Store(active)
-	return !s.closing.Load()
-}
-
-// forget drops a closed connection.
-func (s *Server) forget(c *serverConn) {
-	s.mu.Lock()
-	delete(s.conns, c)
-	closing := s.closing.Load()
-	s.mu.Unlock()
-	if closing {
-		select {
-		case s.idle <- struct{}{}:
+		case l.slots <- struct{}{}:
+			return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
 		default:
+			l.s.reject(c)
 		}
 	}
 }
 
-func (s *Server) report(err error) {
-	if s.onError != nil {
-		s.onError(err)
+// busyResponse is what a connection over the cap gets.
+var busyResponse = func() string {
+	body := `{"error":{"message":"too many connections to the router; retry later","type":"server_error","param":null,"code":"too_many_connections"}}`
+	return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nRetry-After: 1\r\n" +
+		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
+}()
+
+// reject answers c with busyResponse and closes it. The answer is written, then what the
+// client sent is drained briefly, so that closing does not reset the connection before the
+// client reads the answer; connections beyond the few being answered are closed at once.
+func (s *Server) reject(c net.Conn) {
+	select {
+	case s.rejecting <- struct{}{}:
+	default:
+		_ = c.Close()
+		return
 	}
+	go func() {
+		defer func() { <-s.rejecting }()
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(time.Second))
+		if _, err := io.WriteString(c, busyResponse); err != nil {
+			return
+		}
+		if tc, ok := c.(interface{ CloseWrite() error }); ok {
+			_ = tc.CloseWrite()
+		}
+		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
+	}()
+}
+
+// slotConn gives its slot back when closed.
+type slotConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *slotConn) Close() error {
+	c.once.Do(c.release)
+	return c.Conn.Close()
 }

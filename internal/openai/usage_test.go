@@ -98,3 +98,30 @@ func TestErrorBody(t *testing.T) {
 		t.Errorf("got %q\nwant %q", got, want)
 	}
 }
+
+func TestCheckStream(t *testing.T) {
+	cases := []struct {
+		name, body string
+		ok         bool
+	}{
+		{"done", chatStream + "data: [DONE]\n\n", true},
+		{"crlf", "data: {\"a\":1}\r\n\r\ndata: [DONE]\r\n\r\n", true},
+		{"error event", chatStream + "data: {\"error\":{\"message\":\"x\"}}\n\n", true},
+		{"no done", chatStream, false},
+		{"partial event then error", "data: {\"choi" + "data: {\"error\":{}}\n\n", false},
+		{"chunk framing", "1a9\r\ndata: {\"a\":1}\n\ndata: [DONE]\n\n", false},
+		{"comment and fields", ": keep-alive\n\nevent: x\nid: 3\ndata: {}\n\ndata: [DONE]\n\n", true},
+		{"framing inside data", "data: 1a9\r\n\r\ndata: [DONE]\n\n", false},
+		{"after done", "data: [DONE]\n\ndata: {}\n\n", false},
+		{"unended", "data: [DONE]\n", false},
+		{"two data lines", "data: {}\ndata: {}\n\ndata: [DONE]\n\n", false},
+		{"empty", "", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := CheckStream([]byte(tc.body)); (err == nil) != tc.ok {
+				t.Errorf("CheckStream = %v, want ok %v", err, tc.ok)
+			}
+		})
+	}
+}

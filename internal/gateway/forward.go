@@ -1,0 +1,326 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"kvroute/internal/openai"
+	"kvroute/router"
+)
+
+// Timeout errors: a request, or an attempt at a backend, waited too long.
+var (
+	ErrHeaderTimeout    = errors.New("gateway: backend sent no response headers in time")
+	ErrFirstByteTimeout = errors.New("gateway: backend sent no response body in time")
+	ErrIdleTimeout      = errors.New("gateway: backend stream idle for too long")
+	ErrRequestTimeout   = errors.New("gateway: request took longer than its deadline")
+)
+
+func isTimeout(err error) bool {
+	return errors.Is(err, ErrHeaderTimeout) || errors.Is(err, ErrFirstByteTimeout) ||
+		errors.Is(err, ErrIdleTimeout) || errors.Is(err, ErrRequestTimeout)
+}
+
+// errClientGone reports that the client went away: nothing more is written to it.
+var errClientGone = errors.New("gateway: client went away")
+
+// noBackendError is the failure of a request no backend could take.
+type noBackendError struct {
+	model string
+	err   error
+}
+
+func (e *noBackendError) Error() string {
+	return fmt.Sprintf("no ready backend for model %q: %v", e.model, e.err)
+}
+
+// newProxy returns the ReverseProxy completions go through: its Transport is the forwarder,
+// which picks a backend per attempt; its hooks strip what the backend must not see, label
+// responses, and turn failures into OpenAI error bodies.
+func (g *Gateway) newProxy() *httputil.ReverseProxy {
+	return &httputil.ReverseProxy{
+		Rewrite:        rewrite,
+		Transport:      forwarder{g},
+		ModifyResponse: g.modifyResponse,
+		ErrorHandler:   g.proxyError,
+		BufferPool:     &copyBuffers,
+		ErrorLog:       log.New(io.Discard, "", 0), // failures are counted and answered, not logged
+	}
+}
+
+// rewrite prepares the request sent to backends: the original body, without the headers the
+// gateway consumed (the router's API key, Expect) or that would make the backend compress
+// the response (the gateway reads usage from it). ReverseProxy has removed the hop-by-hop
+// and forwarding headers; the forwarder sets the backend's URL per attempt.
+func rewrite(pr *httputil.ProxyRequest) {
+	c := callOf(pr.In.Context())
+	h := pr.Out.Header
+	if len(c.st.keys) > 0 {
+		h.Del("Authorization")
+	}
+	h.Del("Expect")
+	h.Del("Accept-Encoding")
+	pr.Out.ContentLength = int64(len(c.body))
+	pr.Out.Body = http.NoBody
+}
+
+// modifyResponse labels the response with the backend and the decision when the
+// configuration asks for it.
+func (g *Gateway) modifyResponse(resp *http.Response) error {
+	c := callOf(resp.Request.Context())
+	c.status = resp.StatusCode
+	if c.st.cfg.DebugHeaders {
+		resp.Header["X-Kvroute-Endpoint"] = []string{c.backend}
+		resp.Header["X-Kvroute-Reason"] = g.reasonHeader(c.reason)
+	}
+	return nil
+}
+
+// proxyError answers a request that got no response: no backend could take it, every
+// attempt failed, or the client went away (then nothing is written).
+func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) {
+	c := callOf(r.Context())
+	var nb *noBackendError
+	switch {
+	case errors.Is(err, errClientGone):
+		c.status = statusClientClosed
+		return
+	case errors.As(err, &nb):
+		e := &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer, Message: nb.Error(), Code: "no_backend"}
+		openai.WriteError(w, e)
+		c.status = e.Status
+		return
+	}
+	e := failureError(err)
+	openai.WriteError(w, e)
+	c.status = e.Status
+}
+
+// failureError is the error body for a backend failure: 504 for a timeout, else 502. err
+// names the backend by its name, never its URL.
+func failureError(err error) *openai.Error {
+	var unsent *unsentError
+	if errors.As(err, &unsent) && unsent.status != 0 {
+		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer, Message: err.Error(), Code: "backend_busy"}
+	}
+	if isTimeout(err) {
+		return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeServer, Message: err.Error(), Code: "backend_timeout"}
+	}
+	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeServer, Message: err.Error(), Code: "backend_error"}
+}
+
+// copyBuffers are the ReverseProxy's copy buffers.
+var copyBuffers = bufferPool{sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}}
+
+type bufferPool struct{ p sync.Pool }
+
+func (bp *bufferPool) Get() []byte  { return *bp.p.Get().(*[]byte) }
+func (bp *bufferPool) Put(b []byte) { bp.p.Put(&b) }
+
+// forwarder is the proxy's Transport. Each attempt asks the policy for a backend (the ones
+// earlier attempts failed on excluded), sends the request there, and tries another backend
+// only when this one certainly did not handle it: the connection could not be made, so
+// nothing was sent, or it answered 503 or 429, the statuses servers refuse work with before
+// reading it (uvicorn's --limit-concurrency, rate limiters). Anything else, a reset after the
+// request was written, a timeout, a 500, reaches the client: a backend may have received the
+// request, and it is never sent twice.
+type forwarder struct{ g *Gateway }
+
+// RoundTrip implements http.RoundTripper.
+func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
+	g, c := f.g, callOf(out.Context())
+	for attempt := 0; ; attempt++ {
+		t0 := time.Now()
+		res, err := g.reserve(c.st, c.req, c.exclude, t0)
+		g.metrics.decision.Observe(time.Since(t0).Seconds())
+		if err != nil {
+			if attempt == 0 {
+				return nil, &noBackendError{c.req.Model, err}
+			}
+			return nil, c.lastErr
+		}
+		if attempt == 0 {
+			g.metrics.overhead.Observe(time.Since(c.start).Seconds())
+		}
+		c.backend, c.reason = res.b.name, res.decision.Reason
+		resp, at, err := f.send(out, c, res.b)
+		last := attempt >= c.st.cfg.Limits.MaxRetries
+		if err == nil && (!refused(resp.StatusCode) || last) {
+			resp.Body = newRelay(c, res, at, resp)
+			return resp, nil
+		}
+		if err == nil {
+			discard(resp.Body)
+			at.stop()
+			err = &unsentError{fmt.Sprintf("backend %s refused the request with status %d", res.b.name, resp.StatusCode), resp.StatusCode}
+		} else {
+			err = g.attemptFailed(res.b, err)
+		}
+		res.release(router.Usage{}, time.Now())
+		var unsent *unsentError
+		if last || !errors.As(err, &unsent) {
+			return nil, err
+		}
+		c.lastErr = err
+		g.metrics.retries.WithLabelValues(res.b.name).Inc()
+		c.exclude = append(c.exclude, res.b)
+	}
+}
+
+// send makes one attempt at b: it sends the request and waits for the response head, up to
+// the header timeout. The attempt's timer goes on bounding the body's reads.
+func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response, *attempt, error) {
+	at := newAttempt(out.Context(), c.st.cfg.Timeouts)
+	req := out.WithContext(at.ctx)
+	req.URL, req.Host = b.chatURL, ""
+	if c.kind == kindCompletion {
+		req.URL = b.complURL
+	}
+	req.Body = io.NopCloser(bytes.NewReader(c.body))
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
+	resp, err := f.g.opts.Transport.RoundTrip(req)
+	if err != nil {
+		err = at.cause(err)
+		at.stop()
+		return nil, nil, err
+	}
+	at.bodyStarted()
+	return resp, at, nil
+}
+
+// attemptFailed names b in a failure to get a response from it, and ejects b when nobody
+// is serving at its address.
+func (g *Gateway) attemptFailed(b *backend, err error) error {
+	switch {
+	case errors.Is(err, errClientGone):
+		return err
+	case isTimeout(err):
+		return fmt.Errorf("backend %s: %w", b.name, err)
+	case isDialError(err):
+		g.eject(b, err)
+		return &unsentError{msg: fmt.Sprintf("backend %s: cannot connect: %s", b.name, errnoText(err))}
+	}
+	return fmt.Errorf("backend %s failed before responding: %s", b.name, errnoText(err))
+}
+
+// unsentError is a failure after which the request certainly reached no backend, so that
+// trying another is safe: the connection could not be made, or the backend refused the
+// request with status (503 or 429).
+type unsentError struct {
+	msg    string
+	status int // 0: the connection failed
+}
+
+func (e *unsentError) Error() string { return e.msg }
+
+// refused reports the statuses servers answer work they refuse before reading it with.
+func refused(status int) bool {
+	return status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests
+}
+
+// isDialError reports errors of connecting, before any byte of the request was written.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// errnoText describes a transport error without the addresses it carries.
+func errnoText(err error) string {
+	for _, e := range []struct {
+		errno syscall.Errno
+		text  string
+	}{{syscall.ECONNREFUSED, "connection refused"}, {syscall.ECONNRESET, "connection reset"},
+		{syscall.EPIPE, "broken pipe"}, {syscall.ETIMEDOUT, "connection timed out"},
+		{syscall.EHOSTUNREACH, "host unreachable"}, {syscall.ENETUNREACH, "network unreachable"}} {
+		if errors.Is(err, e.errno) {
+			return e.text
+		}
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return "connection closed"
+	}
+	var dns *net.DNSError
+	if errors.As(err, &dns) {
+		return "name not resolved"
+	}
+	return "transport error"
+}
+
+// discard reads a little of a response the client will not see, so the connection can be
+// reused, and closes it.
+func discard(body io.ReadCloser) {
+	_, _ = io.CopyN(io.Discard, body, 64<<10)
+	_ = body.Close()
+}
+
+// attempt bounds one attempt at a backend in time: its context ends when the response head
+// takes longer than the header timeout, the body's first byte longer than the first-byte
+// timeout, or a later read longer than the idle timeout, and the cause says which.
+type attempt struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	timer  *time.Timer
+	to     TimeoutsConfig
+	phase  atomic.Int32 // 0 header, 1 first byte, 2 idle
+}
+
+var phaseErrs = [...]error{ErrHeaderTimeout, ErrFirstByteTimeout, ErrIdleTimeout}
+
+func newAttempt(parent context.Context, to TimeoutsConfig) *attempt {
+	at := &attempt{to: to}
+	at.ctx, at.cancel = context.WithCancelCause(parent)
+	at.timer = time.AfterFunc(to.Header, func() { at.cancel(phaseErrs[at.phase.Load()]) })
+	return at
+}
+
+// bodyStarted switches from the header timeout to the first-byte timeout.
+func (at *attempt) bodyStarted() {
+	at.phase.Store(1)
+	at.timer.Reset(at.to.FirstByte)
+}
+
+// read reads from r, the response body, under the first-byte or idle timeout.
+func (at *attempt) read(r io.Reader, p []byte) (int, error) {
+	d := at.to.Idle
+	if at.phase.Load() == 1 {
+		d = at.to.FirstByte
+	}
+	at.timer.Reset(d)
+	n, err := r.Read(p)
+	if n > 0 {
+		at.phase.Store(2)
+	}
+	if err != nil && err != io.EOF {
+		err = at.cause(err)
+	}
+	return n, err
+}
+
+// cause returns why the attempt's I/O failed: a timeout of the attempt or of the request,
+// the client's going away, or err itself.
+func (at *attempt) cause(err error) error {
+	if at.ctx.Err() == nil {
+		return err
+	}
+	if c := context.Cause(at.ctx); isTimeout(c) {
+		return c
+	}
+	return errClientGone
+}
+
+// stop ends the attempt's timer and context.
+func (at *attempt) stop() {
+	at.timer.Stop()
+	at.cancel(nil)
+}
