@@ -191,3 +191,24 @@ func TestFleetEngineArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestMaxRetries checks that router.max_retries means what it means in cmd/route: absent is
+// 2, and 0 is no retry.
+func TestMaxRetries(t *testing.T) {
+	for _, tc := range []struct {
+		router string
+		want   int
+	}{{"router: {metrics_interval: 50ms}", 2}, {"router: {metrics_interval: 50ms, max_retries: 0}", 0}, {"router: {metrics_interval: 50ms, max_retries: 5}", 5}} {
+		points, err := Parse([]byte(strings.Replace(base, "router: {metrics_interval: 50ms}", tc.router, 1)), "t.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := points[0].clusterConfig()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MaxRetries != tc.want {
+			t.Errorf("%s: %d retries, want %d", tc.router, c.MaxRetries, tc.want)
+		}
+	}
+}

@@ -21,7 +21,7 @@ func (p Point) validate() error {
 	if _, err := p.fleet(); err != nil {
 		errs = append(errs, err)
 	}
-	if p.Router.MetricsInterval < 0 || p.Router.NetworkDelay < 0 || p.Router.MaxRetries < 0 {
+	if p.Router.MetricsInterval < 0 || p.Router.NetworkDelay < 0 || (p.Router.MaxRetries != nil && *p.Router.MaxRetries < 0) {
 		errs = append(errs, errors.New("router: metrics_interval, network_delay and max_retries must be >= 0"))
 	}
 	if len(p.Policies) == 0 {
@@ -120,7 +120,10 @@ func (p Point) clusterConfig() (cluster.Config, error) {
 	}
 	c := cluster.Config{
 		Replicas: reps, Model: p.Fleet.Model, MetricsInterval: p.Router.MetricsInterval,
-		NetworkDelay: p.Router.NetworkDelay, MaxRetries: p.Router.MaxRetries,
+		NetworkDelay: p.Router.NetworkDelay, MaxRetries: cluster.DefaultMaxRetries,
+	}
+	if p.Router.MaxRetries != nil {
+		c.MaxRetries = *p.Router.MaxRetries
 	}
 	for _, f := range p.Failures {
 		c.Failures = append(c.Failures, cluster.Failure{Replica: f.Replica, At: f.At, RecoverAt: f.RecoverAt})

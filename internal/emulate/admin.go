@@ -16,7 +16,7 @@ import (
 //	POST /admin/fail[?for=DURATION]  Fail, and Recover after DURATION ("2s") when given
 //	POST /admin/recover              Recover
 //	POST /admin/slow?factor=F        SetSlowdown(F)
-//	POST /admin/errors?rate=R        SetErrorRate(R)
+//	POST /admin/errors?rate=R[&status=S]  SetErrorRate(R), and SetErrorStatus(S) when given
 //	GET  /admin/state                {"down", "slowdown", "error_rate"}
 //
 // Each POST answers 200 with {"ok": true}, or an OpenAI-style 400 for a bad parameter.
@@ -34,6 +34,16 @@ func (r *Replica) AdminHandler() http.Handler {
 		adminSet(w, req, "factor", r.SetSlowdown)
 	})
 	mux.HandleFunc("POST /admin/errors", func(w http.ResponseWriter, req *http.Request) {
+		if s := req.URL.Query().Get("status"); s != "" {
+			code, err := strconv.Atoi(s)
+			if err == nil {
+				err = r.SetErrorStatus(code)
+			}
+			if err != nil {
+				badParam(w, "status", fmt.Errorf("emulate: status must be an HTTP status 400..599, got %q", s))
+				return
+			}
+		}
 		adminSet(w, req, "rate", r.SetErrorRate)
 	})
 	mux.HandleFunc("GET /admin/state", r.adminState)

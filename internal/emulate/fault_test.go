@@ -120,6 +120,7 @@ func TestAdminAPI(t *testing.T) {
 	}{
 		{"/admin/errors?rate=1.5", 400}, {"/admin/errors?rate=x", 400}, {"/admin/slow?factor=0", 400},
 		{"/admin/slow?factor=-1", 400}, {"/admin/fail?for=-1s", 400}, {"/admin/slow?factor=2", 200},
+		{"/admin/errors?rate=0.5&status=200", 400}, {"/admin/errors?rate=0.5&status=x", 400},
 		{"/admin/errors?rate=0.5", 200},
 	} {
 		if got := admin(tc.path); got != tc.status {
@@ -133,6 +134,15 @@ func TestAdminAPI(t *testing.T) {
 	}
 	if fmt.Sprint(statuses) != "[200 500 200 500]" {
 		t.Errorf("with error rate 0.5, statuses %v", statuses)
+	}
+	if got := admin("/admin/errors?rate=1&status=503"); got != 200 {
+		t.Fatalf("errors with a status: %d", got)
+	}
+	if got := readCompletion(t, post(t, c, base+"/v1/completions", `{"prompt":"hi","max_tokens":1}`)); got.Status != 503 {
+		t.Errorf("with error status 503: status %d", got.Status)
+	}
+	if got := admin("/admin/errors?rate=0.5"); got != 200 {
+		t.Fatalf("errors: %d", got)
 	}
 	resp, err := c.Get(base + "/admin/state")
 	if err != nil {

@@ -62,9 +62,8 @@ func (r *Replica) complete(w http.ResponseWriter, req *http.Request, chat bool) 
 		openai.WriteError(w, notRunning())
 		return
 	}
-	if r.injectError() {
-		openai.WriteError(w, &openai.Error{Status: http.StatusInternalServerError, Type: openai.TypeServer,
-			Message: "emulate: injected error"})
+	if status := r.injectError(); status != 0 {
+		openai.WriteError(w, &openai.Error{Status: status, Type: openai.TypeServer, Message: "emulate: injected error"})
 		return
 	}
 	p, oerr := r.parse(w, req, chat)

@@ -49,7 +49,8 @@ type Replica struct {
 	cancel   context.CancelFunc
 	loopErr  error
 	down     bool
-	errRate  float64 // fraction of completions answered with a 500, 0..1
+	errRate  float64 // fraction of completions answered with an injected error, 0..1
+	errCode  int     // the injected error's HTTP status; 0 is 500
 	errAcc   float64 // accumulates errRate; a request that carries it past 1 fails
 	addr     string  // the bound address, once listening
 	srv      *http.Server
@@ -267,8 +268,9 @@ func (r *Replica) SetSlowdown(factor float64) error {
 	return nil
 }
 
-// SetErrorRate makes a fraction rate (0..1) of completion requests fail at once with an
-// OpenAI-style 500 error, evenly spread: rate 0.25 fails every fourth request.
+// SetErrorRate makes a fraction rate (0..1) of completion requests fail at once, before
+// their body is read, with an OpenAI-style error of the status SetErrorStatus set (500 unless
+// set), evenly spread: rate 0.25 fails every fourth request.
 func (r *Replica) SetErrorRate(rate float64) error {
 	if !(rate >= 0 && rate <= 1) {
 		return fmt.Errorf("emulate: error rate must be within [0, 1], got %v", rate)
@@ -279,19 +281,34 @@ func (r *Replica) SetErrorRate(rate float64) error {
 	return nil
 }
 
-// injectError reports whether this request should fail with a 500.
-func (r *Replica) injectError() bool {
+// SetErrorStatus sets the HTTP status of injected errors, 400 to 599: 500 stands for a failure
+// while handling the request, 503 and 429 for a server refusing work before reading it.
+func (r *Replica) SetErrorStatus(status int) error {
+	if status < 400 || status > 599 {
+		return fmt.Errorf("emulate: error status must be within 400..599, got %d", status)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.errCode = status
+	return nil
+}
+
+// injectError returns the status this request should fail with, or 0.
+func (r *Replica) injectError() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.errRate <= 0 {
-		return false
+		return 0
 	}
 	r.errAcc += r.errRate
-	if r.errAcc >= 1-1e-9 {
-		r.errAcc = max(r.errAcc-1, 0)
-		return true
+	if r.errAcc < 1-1e-9 {
+		return 0
 	}
-	return false
+	r.errAcc = max(r.errAcc-1, 0)
+	if r.errCode == 0 {
+		return http.StatusInternalServerError
+	}
+	return r.errCode
 }
 
 // enqueue hands st to the engine loop. It reports false when the client went away or the

@@ -13,32 +13,45 @@ import (
 	"time"
 )
 
-// TestSlowClientsAreCut checks each client-side timeout on the fake clock: a head that
-// trickles in is cut ReadHeaderTimeout after the connection opened (once, not twice), a body
+// TestSlowClientsAreCut checks each client-side timeout on the fake clock: a head that starts
+// late or trickles in is cut ReadHeaderTimeout after the connection opened (once, not twice: a
+// client could hold 59 s of a 30 s timeout), a body
 // that stops arriving gets 408 ReadBodyTimeout after its head and the connection closes, and
 // an idle kept-alive connection closes after IdleTimeout.
 func TestSlowClientsAreCut(t *testing.T) {
 	cfg := DefaultServerConfig()
 	t.Run("head", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			ln := memServer(t, cfg)
-			start := time.Now()
-			c := ln.Dial()
-			done := watch(c)
-			for i := 0; ; i++ { // one header line every 10 s, never the blank line
-				line := "POST /v1/completions HTTP/1.1\r\n"
-				if i > 0 {
-					line = fmt.Sprintf("X-Drip-%d: x\r\n", i)
+		for name, send := range map[string]func(c net.Conn){
+			"first byte late": func(c net.Conn) { // the old server restarted the timeout at the first byte
+				time.Sleep(cfg.ReadHeaderTimeout - time.Second)
+				_, _ = io.WriteString(c, "P")
+			},
+			"drip": func(c net.Conn) { // one header line every 10 s, never the blank line
+				for i := 0; ; i++ {
+					line := "POST /v1/completions HTTP/1.1\r\n"
+					if i > 0 {
+						line = fmt.Sprintf("X-Drip-%d: x\r\n", i)
+					}
+					if _, err := io.WriteString(c, line); err != nil {
+						return
+					}
+					time.Sleep(10 * time.Second)
 				}
-				if _, err := io.WriteString(c, line); err != nil {
-					break
-				}
-				time.Sleep(10 * time.Second)
-			}
-			if got := (<-done).at.Sub(start); got != cfg.ReadHeaderTimeout {
-				t.Errorf("connection closed after %v, want %v", got, cfg.ReadHeaderTimeout)
-			}
-		})
+			},
+		} {
+			t.Run(name, func(t *testing.T) {
+				synctest.Test(t, func(t *testing.T) {
+					ln := memServer(t, cfg)
+					start := time.Now()
+					c := ln.Dial()
+					done := watch(c)
+					send(c)
+					if got := (<-done).at.Sub(start); got != cfg.ReadHeaderTimeout {
+						t.Errorf("connection closed after %v, want %v", got, cfg.ReadHeaderTimeout)
+					}
+				})
+			})
+		}
 	})
 	t.Run("body", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {

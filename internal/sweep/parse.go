@@ -57,7 +57,9 @@ type FleetConfig struct {
 type RouterConfig struct {
 	MetricsInterval time.Duration `yaml:"metrics_interval"`
 	NetworkDelay    time.Duration `yaml:"network_delay,omitempty"`
-	MaxRetries      int           `yaml:"max_retries,omitempty"`
+	// MaxRetries is how often a request a failed replica aborted is re-routed; absent means
+	// cluster.DefaultMaxRetries (2) and 0 means never, as cmd/route's limits.max_retries.
+	MaxRetries *int `yaml:"max_retries,omitempty"`
 }
 
 // FailureConfig takes a replica down at At and back at RecoverAt (0: never).

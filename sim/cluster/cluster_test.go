@@ -75,34 +75,48 @@ func simulate(t *testing.T, cfg Config, policy string, w workloads.Config, seed 
 	return out
 }
 
+// TestEveryRequestEndsOnceDespiteFailures fails two replicas under load: every request ends
+// in exactly one record, re-routed up to MaxRetries times (0: never, as in cmd/route), and
+// the in-flight counts return to zero.
 func TestEveryRequestEndsOnceDespiteFailures(t *testing.T) {
-	cfg := Config{
-		Replicas: fleet(4, 2000), Model: model, MetricsInterval: DefaultMetricsInterval, NetworkDelay: time.Millisecond,
-		Failures: []Failure{{Replica: 1, At: 3 * time.Second, RecoverAt: 8 * time.Second}, {Replica: 2, At: 5 * time.Second}},
-	}
-	o := simulate(t, cfg, "prefix-cache", sharedPrefix(8, 300, 30), 1)
-	seen := map[string]int{}
-	retried := 0
-	for _, r := range o.records {
-		seen[r.ID]++
-		retried += r.Retries
-		if r.Status == results.StatusCompleted && (r.FirstToken <= r.Arrival || r.Finish < r.FirstToken) {
-			t.Fatalf("%s: arrival %v first token %v finish %v", r.ID, r.Arrival, r.FirstToken, r.Finish)
-		}
-	}
-	if len(seen) != 300 || len(o.records) != 300 {
-		t.Fatalf("%d records for %d distinct requests, want 300 and 300", len(o.records), len(seen))
-	}
-	if retried == 0 {
-		t.Fatal("two replica failures under load caused no retry")
-	}
-	for i, e := range o.sim.Endpoints() {
-		if e.InFlight != 0 || e.InFlightTokens != 0 {
-			t.Fatalf("endpoint %d: in-flight %d/%d after the run", i, e.InFlight, e.InFlightTokens)
-		}
-	}
-	if !o.sim.Endpoints()[1].Ready || o.sim.Endpoints()[2].Ready {
-		t.Fatal("replica 1 should be back, replica 2 still down")
+	for _, maxRetries := range []int{0, DefaultMaxRetries} {
+		t.Run(fmt.Sprintf("max_retries=%d", maxRetries), func(t *testing.T) {
+			cfg := Config{
+				Replicas: fleet(4, 2000), Model: model, MetricsInterval: DefaultMetricsInterval, NetworkDelay: time.Millisecond,
+				MaxRetries: maxRetries,
+				Failures:   []Failure{{Replica: 1, At: 3 * time.Second, RecoverAt: 8 * time.Second}, {Replica: 2, At: 5 * time.Second}},
+			}
+			o := simulate(t, cfg, "prefix-cache", sharedPrefix(8, 300, 30), 1)
+			seen := map[string]int{}
+			retried, failed := 0, 0
+			for _, r := range o.records {
+				seen[r.ID]++
+				retried += r.Retries
+				if r.Retries > maxRetries {
+					t.Fatalf("%s: retried %d times, max_retries %d", r.ID, r.Retries, maxRetries)
+				}
+				if r.Status == results.StatusFailed {
+					failed++
+				}
+				if r.Status == results.StatusCompleted && (r.FirstToken <= r.Arrival || r.Finish < r.FirstToken) {
+					t.Fatalf("%s: arrival %v first token %v finish %v", r.ID, r.Arrival, r.FirstToken, r.Finish)
+				}
+			}
+			if len(seen) != 300 || len(o.records) != 300 {
+				t.Fatalf("%d records for %d distinct requests, want 300 and 300", len(o.records), len(seen))
+			}
+			if (retried > 0) != (maxRetries > 0) || (maxRetries == 0 && failed == 0) {
+				t.Fatalf("max_retries %d: %d retries, %d failed requests", maxRetries, retried, failed)
+			}
+			for i, e := range o.sim.Endpoints() {
+				if e.InFlight != 0 || e.InFlightTokens != 0 {
+					t.Fatalf("endpoint %d: in-flight %d/%d after the run", i, e.InFlight, e.InFlightTokens)
+				}
+			}
+			if !o.sim.Endpoints()[1].Ready || o.sim.Endpoints()[2].Ready {
+				t.Fatal("replica 1 should be back, replica 2 still down")
+			}
+		})
 	}
 }
 

@@ -20,7 +20,8 @@ type Config struct {
 	// NetworkDelay is the one-way router↔replica latency, added to request delivery and to
 	// the first token and completion as the client sees them.
 	NetworkDelay time.Duration
-	// MaxRetries is how often a request aborted by a replica failure is re-routed (default 2).
+	// MaxRetries is how often a request aborted by a replica failure is re-routed; 0: never,
+	// as a router's max_retries: 0 (sweep files and cmd/route default to DefaultMaxRetries).
 	MaxRetries int
 	// Failures take replicas down and back up.
 	Failures []Failure
@@ -32,6 +33,10 @@ type Failure struct {
 	At        time.Duration
 	RecoverAt time.Duration
 }
+
+// DefaultMaxRetries is the retries a sweep file's router gets unless it sets max_retries, as
+// cmd/route's limits.max_retries.
+const DefaultMaxRetries = 2
 
 // DefaultMetricsInterval is the scrape period of the Gateway API Inference Extension and
 // AIBrix (50 ms).

@@ -107,7 +107,8 @@ func goldenCases() []goldenCase {
 			name: "failures-retries",
 			cfg: Config{
 				Replicas: fleet(4, 2000), Model: model, MetricsInterval: DefaultMetricsInterval, NetworkDelay: time.Millisecond,
-				Failures: []Failure{{Replica: 1, At: 3 * time.Second, RecoverAt: 8 * time.Second}, {Replica: 2, At: 5 * time.Second}},
+				MaxRetries: DefaultMaxRetries,
+				Failures:   []Failure{{Replica: 1, At: 3 * time.Second, RecoverAt: 8 * time.Second}, {Replica: 2, At: 5 * time.Second}},
 			},
 			policy:   "prefix-cache",
 			workload: sharedPrefix(8, 300, 30),
@@ -121,7 +122,7 @@ func goldenCases() []goldenCase {
 		{
 			name: "chat-failures-no-delay",
 			cfg: Config{
-				Replicas: fleet(3, 3000), Model: model,
+				Replicas: fleet(3, 3000), Model: model, MaxRetries: DefaultMaxRetries,
 				Failures: []Failure{{Replica: 0, At: 4 * time.Second, RecoverAt: 6 * time.Second}},
 			},
 			policy:   "least-kv-cache",

@@ -61,7 +61,7 @@ func (s *Sim) answered(i int, f *flight, res engine.Result, now sim.Time) {
 	switch {
 	case res.Status == engine.Completed:
 		s.finish(f, now, results.StatusCompleted, "")
-	case res.Status == engine.Aborted && f.retries < s.cfg.maxRetries():
+	case res.Status == engine.Aborted && f.retries < s.cfg.MaxRetries:
 		f.retries++
 		f.firstToken = 0
 		s.dispatch(f, now)
@@ -70,13 +70,6 @@ func (s *Sim) answered(i int, f *flight, res engine.Result, now sim.Time) {
 	default:
 		s.finish(f, now, results.StatusRejected, "prompt and output exceed the replica's KV cache")
 	}
-}
-
-func (c Config) maxRetries() int {
-	if c.MaxRetries == 0 {
-		return 2
-	}
-	return c.MaxRetries
 }
 
 // finish records f's terminal state and tells the stream, which may schedule a next turn.
