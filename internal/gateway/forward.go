@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -11,7 +10,6 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -154,15 +152,14 @@ func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 			g.metrics.overhead.Observe(time.Since(c.start).Seconds())
 		}
 		c.backend, c.reason = res.b.name, res.decision.Reason
-		resp, at, err := f.send(out, c, res.b)
+		resp, err := f.send(out, c, res.b)
 		last := attempt >= c.st.cfg.Limits.MaxRetries
 		if err == nil && (!refused(resp.StatusCode) || last) {
-			resp.Body = newRelay(c, res, at, resp)
+			resp.Body = newRelay(c, res, resp)
 			return resp, nil
 		}
 		if err == nil {
 			discard(resp.Body)
-			at.stop()
 			err = &unsentError{fmt.Sprintf("backend %s refused the request with status %d", res.b.name, resp.StatusCode), resp.StatusCode}
 		} else {
 			err = g.attemptFailed(res.b, err)
@@ -179,24 +176,22 @@ func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 }
 
 // send makes one attempt at b: it sends the request and waits for the response head, up to
-// the header timeout. The attempt's timer goes on bounding the body's reads.
-func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response, *attempt, error) {
-	at := newAttempt(out.Context(), c.st.cfg.Timeouts)
-	req := out.WithContext(at.ctx)
+// the header timeout; the first-byte timeout then starts.
+func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response, error) {
+	req := out.WithContext(out.Context()) // a copy: an earlier attempt's may still be in use
 	req.URL, req.Host = b.chatURL, ""
 	if c.kind == kindCompletion {
 		req.URL = b.complURL
 	}
 	req.Body = io.NopCloser(bytes.NewReader(c.body))
-	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
+	req.GetBody = c.getBody
+	c.arm(phaseHeader)
 	resp, err := f.g.opts.Transport.RoundTrip(req)
 	if err != nil {
-		err = at.cause(err)
-		at.stop()
-		return nil, nil, err
+		return nil, c.cause(err)
 	}
-	at.bodyStarted()
-	return resp, at, nil
+	c.arm(phaseFirstByte)
+	return resp, nil
 }
 
 // attemptFailed names b in a failure to get a response from it, and ejects b when nobody
@@ -262,65 +257,4 @@ func errnoText(err error) string {
 func discard(body io.ReadCloser) {
 	_, _ = io.CopyN(io.Discard, body, 64<<10)
 	_ = body.Close()
-}
-
-// attempt bounds one attempt at a backend in time: its context ends when the response head
-// takes longer than the header timeout, the body's first byte longer than the first-byte
-// timeout, or a later read longer than the idle timeout, and the cause says which.
-type attempt struct {
-	ctx    context.Context
-	cancel context.CancelCauseFunc
-	timer  *time.Timer
-	to     TimeoutsConfig
-	phase  atomic.Int32 // 0 header, 1 first byte, 2 idle
-}
-
-var phaseErrs = [...]error{ErrHeaderTimeout, ErrFirstByteTimeout, ErrIdleTimeout}
-
-func newAttempt(parent context.Context, to TimeoutsConfig) *attempt {
-	at := &attempt{to: to}
-	at.ctx, at.cancel = context.WithCancelCause(parent)
-	at.timer = time.AfterFunc(to.Header, func() { at.cancel(phaseErrs[at.phase.Load()]) })
-	return at
-}
-
-// bodyStarted switches from the header timeout to the first-byte timeout.
-func (at *attempt) bodyStarted() {
-	at.phase.Store(1)
-	at.timer.Reset(at.to.FirstByte)
-}
-
-// read reads from r, the response body, under the first-byte or idle timeout.
-func (at *attempt) read(r io.Reader, p []byte) (int, error) {
-	d := at.to.Idle
-	if at.phase.Load() == 1 {
-		d = at.to.FirstByte
-	}
-	at.timer.Reset(d)
-	n, err := r.Read(p)
-	if n > 0 {
-		at.phase.Store(2)
-	}
-	if err != nil && err != io.EOF {
-		err = at.cause(err)
-	}
-	return n, err
-}
-
-// cause returns why the attempt's I/O failed: a timeout of the attempt or of the request,
-// the client's going away, or err itself.
-func (at *attempt) cause(err error) error {
-	if at.ctx.Err() == nil {
-		return err
-	}
-	if c := context.Cause(at.ctx); isTimeout(c) {
-		return c
-	}
-	return errClientGone
-}
-
-// stop ends the attempt's timer and context.
-func (at *attempt) stop() {
-	at.timer.Stop()
-	at.cancel(nil)
 }

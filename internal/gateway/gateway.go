@@ -103,17 +103,19 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 // NewTransport returns the transport New uses by default: HTTP/1.1 keep-alive connections,
 // up to 1,024 idle ones per backend, each dropped after 4 s idle (before uvicorn, which serves
 // vLLM's API, drops it at 5 s: a request is then never sent on a connection the backend is
-// closing), no compression (the gateway reads usage from the bodies), no proxy.
+// closing), no compression (the gateway reads usage from the bodies), response heads of at
+// most 1 MiB, no proxy.
 func NewTransport() *http.Transport {
 	return &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		TLSHandshakeTimeout: 5 * time.Second,
-		MaxIdleConns:        4096,
-		MaxIdleConnsPerHost: 1024,
-		IdleConnTimeout:     4 * time.Second,
-		DisableCompression:  true,
-		WriteBufferSize:     32 << 10,
-		ReadBufferSize:      32 << 10,
+		DialContext:            (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout:    5 * time.Second,
+		MaxResponseHeaderBytes: 1 << 20,
+		MaxIdleConns:           4096,
+		MaxIdleConnsPerHost:    1024,
+		IdleConnTimeout:        4 * time.Second,
+		DisableCompression:     true,
+		WriteBufferSize:        32 << 10,
+		ReadBufferSize:         32 << 10,
 	}
 }
 

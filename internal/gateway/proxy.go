@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -24,9 +25,10 @@ const (
 )
 
 // call is one client request as the proxy handles it: what the policy was asked, the
-// attempts so far, and how it ended. It travels in the request's context from the handler to
-// the proxy's hooks.
+// attempts so far, and how it ended. It is also the request's context (clock.go), ended by
+// its timeouts, in which it travels from the handler to the proxy's hooks.
 type call struct {
+	clock
 	st      *state
 	req     *router.Request
 	body    []byte // the original request body, forwarded unchanged
@@ -45,6 +47,18 @@ type callKey struct{}
 
 // callOf returns the call a proxied request's context carries.
 func callOf(ctx context.Context) *call { return ctx.Value(callKey{}).(*call) }
+
+// Value implements context.Context: the call is found under callKey.
+func (c *call) Value(key any) any {
+	if key == (callKey{}) {
+		return c
+	}
+	return c.clock.Context.Value(key)
+}
+
+// getBody returns the request body again, for the transport's own retry of a request it could
+// not write at all.
+func (c *call) getBody() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
 
 // statusClientClosed labels requests whose client went away (nginx's convention).
 const statusClientClosed = 499
@@ -81,10 +95,12 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 		return
 	}
 	c := &call{st: st, req: req, body: body, kind: k, start: start}
-	ctx, cancel := context.WithTimeoutCause(r.Context(), st.cfg.Timeouts.Request, ErrRequestTimeout)
-	defer cancel()
-	defer func() { g.metrics.request(st.policy.Name(), c.backend, c.reason, c.status).Inc() }()
-	g.proxy.ServeHTTP(w, r.WithContext(context.WithValue(ctx, callKey{}, c)))
+	c.startClock(r.Context(), st.cfg.Timeouts, start)
+	defer func() {
+		c.stopClock()
+		g.metrics.request(st.policy.Name(), c.backend, c.reason, c.status).Inc()
+	}()
+	g.proxy.ServeHTTP(w, r.WithContext(c))
 }
 
 // reject answers a request the gateway refuses before routing it.

@@ -35,7 +35,6 @@ const (
 type relay struct {
 	c      *call
 	res    *reservation
-	at     *attempt
 	rc     io.ReadCloser
 	stream bool
 	kept   []byte // a non-streamed 200 body, for its usage; nil when not kept
@@ -52,8 +51,8 @@ type relay struct {
 	closed  bool
 }
 
-func newRelay(c *call, res *reservation, at *attempt, resp *http.Response) *relay {
-	r := &relay{c: c, res: res, at: at, rc: resp.Body, stream: isEventStream(resp.Header)}
+func newRelay(c *call, res *reservation, resp *http.Response) *relay {
+	r := &relay{c: c, res: res, rc: resp.Body, stream: isEventStream(resp.Header)}
 	if !r.stream && resp.StatusCode == http.StatusOK {
 		r.kept = make([]byte, 0, 4<<10)
 	}
@@ -86,7 +85,7 @@ func (r *relay) Read(p []byte) (int, error) {
 // response (ReverseProxy's ErrAbortHandler), so the client sees a failed response, never a
 // truncated one.
 func (r *relay) readWhole(p []byte) (int, error) {
-	n, err := r.at.read(r.rc, p)
+	n, err := r.c.read(r.rc, p)
 	if r.kept != nil {
 		if len(r.kept)+n > maxKeptBody {
 			r.kept = nil
@@ -117,7 +116,7 @@ func (r *relay) fill() {
 		}
 		r.buf = slices.Grow(r.buf, max(streamChunk, cap(r.buf)))
 	}
-	n, err := r.at.read(r.rc, r.buf[len(r.buf):cap(r.buf)])
+	n, err := r.c.read(r.rc, r.buf[len(r.buf):cap(r.buf)])
 	r.buf = r.buf[:len(r.buf)+n]
 	if end := lastEventEnd(r.buf[r.ready:]); end > 0 {
 		r.give(r.ready + end)
@@ -187,7 +186,6 @@ func (r *relay) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.at.stop()
 	err := r.rc.Close()
 	switch {
 	case r.failure != nil && !errors.Is(r.failure, errClientGone):

@@ -21,8 +21,8 @@
 // a token arrival: TTFT is the first one's offset from the send, ITL the gaps between them,
 // E2E the time to "data: [DONE]". Prompt, cached (usage.prompt_tokens_details.cached_tokens)
 // and completion tokens come from the final usage chunk when the server sends one. The
-// router's X-Kvroute-Endpoint and X-Kvroute-Reason response headers, when present, fill
-// Record.Endpoint and Record.Reason.
+// router's X-Kvroute-Endpoint (the backend's name) and X-Kvroute-Reason response headers, when
+// present (cmd/route sends them with -debug-headers), fill Record.Endpoint and Record.Reason.
 //
 // # Failures
 //
