@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -183,7 +182,7 @@ func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response,
 	if c.kind == kindCompletion {
 		req.URL = b.complURL
 	}
-	req.Body = io.NopCloser(bytes.NewReader(c.body))
+	req.Body = c.buf.reader()
 	req.GetBody = c.getBody
 	c.arm(phaseHeader)
 	resp, err := f.g.opts.Transport.RoundTrip(req)
