@@ -5,7 +5,7 @@ BENCH ?= .
 BENCHTIME ?= 1s
 COUNT ?= 1
 
-.PHONY: test fmt-check vet unit bench smoke
+.PHONY: test fmt-check vet unit bench
 
 test: fmt-check vet unit
 
@@ -22,10 +22,6 @@ unit:
 # Benchmarks: `make bench BENCH=Pick PKGS=./router COUNT=10 > new.txt`, then benchstat old.txt new.txt.
 bench:
 	$(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -benchtime $(BENCHTIME) -count $(COUNT) $(PKGS)
-
-# End-to-end contract checks of the commands (needs ../shared/checks/smoke).
-smoke:
-	../shared/checks/smoke all
 
 # Published-result fidelity at full size (README "Fidelity"); CI runs reduced copies through
 # `go test ./cmd/simulate` (TestPublishedFidelityDirections).

@@ -9,10 +9,11 @@ import (
 	"time"
 )
 
-// Paths of the real traces shared by the project (relative to this package).
+// Samples of the public traces the repository ships (examples/data/README.md: sources and
+// licenses), relative to this package.
 const (
-	mooncakeTracePath = "../../shared/data/mooncake_conversation_trace.jsonl"
-	azureTracePath    = "../../shared/data/azure_conv_2023.csv"
+	mooncakeTracePath = "../examples/data/mooncake-conversation-2000.jsonl"
+	azureTracePath    = "../examples/data/azure-conv-2023-2000.csv"
 )
 
 // blockCounter measures how many prompt blocks repeat an earlier block: the prefix-cache hit
@@ -62,14 +63,11 @@ func TestRealTraces(t *testing.T) {
 		requests  int
 		blockSize int
 	}{
-		{name: "mooncake", kind: KindMooncake, path: mooncakeTracePath, requests: 12031, blockSize: 512},
-		{name: "azure", kind: KindAzure, path: azureTracePath, requests: 19366, blockSize: 512},
+		{name: "mooncake", kind: KindMooncake, path: mooncakeTracePath, requests: 2000, blockSize: 512},
+		{name: "azure", kind: KindAzure, path: azureTracePath, requests: 2000, blockSize: 512},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, err := os.Stat(tc.path); err != nil {
-				t.Skipf("trace not present: %v", err)
-			}
 			cfg := Config{Workload: WorkloadConfig{Kind: tc.kind, Path: tc.path}}
 			s := mustBuild(t, cfg, 1, WithText(false))
 			blocks := newBlockCounter(tc.blockSize)
