@@ -34,6 +34,7 @@ type calibrationPoint struct {
 	// Metric and Setup are a workload point's; internal/calibrate runs those.
 	Metric   string          `json:"metric"`
 	Setup    json.RawMessage `json:"setup"`
+	Exempt   string          `json:"exempt"`
 	Measured float64         `json:"measured"`
 	Unit     string          `json:"unit"` // ms | tokens
 	Source   string          `json:"source"`
