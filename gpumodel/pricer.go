@@ -20,7 +20,7 @@ import (
 //
 // where W is the per-layer-summed matmul weights per GPU, Tₚ the prefill
 // tokens, B the decoding sequences, L layers, H heads, d head dim, h hidden,
-// V vocab. The combination is a smooth roofline (see rooflineP): it is
+// V vocab. The combination is a smooth roofline (see roofline): it is
 // max(C, M) far from the ridge point and up to 1.59 × max(C, M) near it,
 // where real kernels reach neither peak (Vidur's A100 profile: a 128-token
 // layer takes 1.45× the sharp roofline). Decode rows run in the same fused GEMMs as prefill rows
@@ -232,21 +232,31 @@ func (p *Pricer) layerLinearSeconds(tokens int) float64 {
 	return roofline(compute, p.layerWeightBytes*p.secPerByte)
 }
 
-// rooflineP is the roofline's sharpness: (cᵖ + mᵖ)^(1/p) is max(c, m) far
-// from the ridge and 2^(1/p) × it at the ridge. 1.5 (1.59× at the ridge) is
-// fitted to the calibration table: with 2 the decode rows of a small batch
-// hid almost entirely behind the weight stream, pricing vLLM 0.6.0's
-// moderate-load TPOT (sglang's benchmark_vllm_060, 4 and 8 req/s) 20-25%
-// fast and Splitwise's batch-16 decode 26% fast; with 1.3 the
-// Vidur 128-512-token layers came out 14-17% slow.
-const rooflineP = 1.5
-
 // roofline combines compute and memory time into a smooth roofline,
-// (cᵖ + mᵖ)^(1/p), which is never below max(c, m). Both are finite and
-// non-negative.
+// (cᵖ + mᵖ)^(1/p) for p = 1.5, which is never below max(c, m) and is 2^(1/p)
+// = 1.59 × it at the ridge. Both are finite and non-negative. The sharpness
+// is fitted to testdata/calibration.json: with p = 2 the decode rows of a
+// small batch hid almost entirely behind the weight stream, pricing vLLM
+// 0.6.0's TPOT at 8 req/s (sglang's benchmark_vllm_060, A100) 25% fast and
+// Splitwise's H100 batch-16 decode 26% fast; with p = 1.3 Vidur's 128- and
+// 512-token A100 layers came out 14% and 17% slow.
+//
+// With h = max(c, m) and u = (min/h)^1.5 ∈ [0, 1] it is h·∛(1+u)², and ∛x on
+// [1, 2] is three Newton steps from a linear guess: they approach the root
+// from above (so the result stays ≥ h) and reach float64 precision, at a
+// fraction of math.Cbrt's cost on the step-pricing hot path.
 func roofline(c, m float64) float64 {
-	s := c*math.Sqrt(c) + m*math.Sqrt(m) // cᵖ + mᵖ for p = 1.5, without math.Pow
-	return math.Cbrt(s * s)
+	h, l := max(c, m), min(c, m)
+	if l <= 0 {
+		return h
+	}
+	r := l / h
+	x := 1 + r*math.Sqrt(r)
+	z := 1 + 0.26*(x-1) // ∛x within 2% on [1, 2]
+	for range 3 {
+		z = (2*z + x/(z*z)) / 3
+	}
+	return h * z * z
 }
 
 // maxDuration is a number of seconds (about 285 years) safely below the
