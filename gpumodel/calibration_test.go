@@ -21,7 +21,7 @@ const (
 
 type calibrationPoint struct {
 	Name    string  `json:"name"`
-	Kind    string  `json:"kind"` // step | layer_linear | kv_capacity
+	Kind    string  `json:"kind"` // step | layer_linear | kv_capacity | workload
 	GPU     string  `json:"gpu"`
 	Model   string  `json:"model"`
 	TP      int     `json:"tp"`
@@ -30,11 +30,15 @@ type calibrationPoint struct {
 		Seqs    int `json:"seqs"`
 		Context int `json:"context"`
 	} `json:"decode"`
-	Tokens   int     `json:"tokens"`
-	Measured float64 `json:"measured"`
-	Unit     string  `json:"unit"` // ms | tokens
-	Source   string  `json:"source"`
-	Note     string  `json:"note"`
+	Tokens int `json:"tokens"`
+	// Metric and Setup are a workload point's; internal/calibrate runs those.
+	Metric   string          `json:"metric"`
+	Setup    json.RawMessage `json:"setup"`
+	Exempt   string          `json:"exempt"`
+	Measured float64         `json:"measured"`
+	Unit     string          `json:"unit"` // ms | tokens
+	Source   string          `json:"source"`
+	Note     string          `json:"note"`
 }
 
 func loadCalibration(t *testing.T) []calibrationPoint {
@@ -53,7 +57,15 @@ func loadCalibration(t *testing.T) []calibrationPoint {
 	if err := dec.Decode(&doc); err != nil {
 		t.Fatalf("testdata/calibration.json: %v", err)
 	}
-	return doc.Points
+	// Workload points are simulated runs; internal/calibrate checks them (gpumodel cannot
+	// import the simulator).
+	var steps []calibrationPoint
+	for _, p := range doc.Points {
+		if p.Kind != "workload" {
+			steps = append(steps, p)
+		}
+	}
+	return steps
 }
 
 // predict prices one calibration point in its unit.

@@ -39,7 +39,7 @@ func Example() {
 	fmt.Println("decode x32:  ", p.StepTime(decode).Round(100_000))
 	// Output:
 	// Llama-3.1-8B on H100-SXM-80GB: 27553 KV blocks (440848 tokens), max_num_batched_tokens 8192, max_num_seqs 1024
-	// cold prefill: 125.7ms
-	// warm prefill: 11.1ms
-	// decode x32:   11.4ms
+	// cold prefill: 126.4ms
+	// warm prefill: 12.2ms
+	// decode x32:   10.1ms
 }

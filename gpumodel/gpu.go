@@ -45,8 +45,8 @@ type Efficiency struct {
 	// matrix multiplies are compute-bound and overlap the weight stream.
 	PrefillMFU float64 `json:"prefill_mfu" yaml:"prefill_mfu"`
 	// DecodeMFU is the fraction of PeakFLOPS reached by the math of decode
-	// tokens; small-batch matrix multiplies do not hide it behind the weight
-	// stream, so it is added to the memory time (see StepTime).
+	// tokens; it joins prefill's on the compute side of the roofline (see
+	// Pricer).
 	DecodeMFU float64 `json:"decode_mfu" yaml:"decode_mfu"`
 	// Memory is the fraction of MemoryBandwidth reached when streaming
 	// weights and KV cache.

@@ -14,20 +14,23 @@ import (
 //	prefill FLOPs = 2·W·Tₚ + 4·L·(H/TP)·d·pairs + 2·h·V/TP per chunk
 //	decode  FLOPs = (2·W + 2·h·V/TP)·B + 4·L·(H/TP)·d·(Σctx + B)
 //	bytes         = streamed weights + KV bytes/token · (cached context read + new tokens written)
-//	C = prefill FLOPs / (peak·PrefillMFU),  M = bytes / (BW·Memory)
-//	GPU time      = √(C² + M²) + decode FLOPs / (peak·DecodeMFU)
-//	step time     = GPU time + 2·L all-reduces (TP > 1) + overheads
+//	C = prefill FLOPs / (peak·PrefillMFU) + decode FLOPs / (peak·DecodeMFU)
+//	M = bytes / (BW·Memory)
+//	step time     = (C^1.5 + M^1.5)^(1/1.5) + 2·L all-reduces (TP > 1) + overheads
 //
 // where W is the per-layer-summed matmul weights per GPU, Tₚ the prefill
 // tokens, B the decoding sequences, L layers, H heads, d head dim, h hidden,
-// V vocab. √(C² + M²) is a smooth roofline: it is max(C, M) far from the
-// ridge point and up to √2 × max(C, M) near it, where real kernels reach
-// neither peak (Vidur's A100 profile: a 128-token layer takes 1.45× the
-// sharp roofline). The math of decode tokens rides on memory-bound,
-// small-batch kernels and is not hidden behind the weight stream, which is
-// what makes measured decode steps grow with batch size (Splitwise: +19% from
-// batch 1 to 16 on A100). Since √(C² + M²) ≥ max(C, M) and each efficiency is
-// at most 1, StepTime is never below FLOPFloor or MemoryFloor.
+// V vocab. The combination is a smooth roofline (see roofline): it is
+// max(C, M) far from the ridge point and up to 1.59 × max(C, M) near it,
+// where real kernels reach neither peak (Vidur's A100 profile: a 128-token
+// layer takes 1.45× the sharp roofline). Decode rows run in the same fused GEMMs as prefill rows
+// (vLLM V1 flattens a step's tokens into one batch), so their math is
+// hidden behind the weight stream while the batch is small and bounds the
+// step once it is large, as prefill's is; DecodeMFU is lower than PrefillMFU
+// because a decode row also reads its whole KV context through attention
+// kernels that reach a lower fraction of peak. Since the roofline ≥ max(C, M)
+// and each efficiency is at most 1, StepTime is never below FLOPFloor or
+// MemoryFloor.
 //
 // For an FP8 model (Deployment.Quantization) the linear FLOPs (the 2·W terms)
 // run at the GPU's FP8 peak when it has one (PeakFP8FLOPS), with the same
@@ -136,15 +139,16 @@ func (p *Pricer) work(s Step) work {
 	}
 }
 
-// parts returns, in seconds, the roofline GPU time, the all-reduce time and
-// the fixed overheads of s.
-func (p *Pricer) parts(w work) (compute, memory, decode, comm, overhead float64) {
-	compute = w.prefillBF16 * p.secPerPrefillFLOP
+// parts returns, in seconds, the prefill and decode compute and memory times
+// (the roofline's inputs: compute is prefill + decode), the all-reduce time
+// and the fixed overheads of s.
+func (p *Pricer) parts(w work) (prefill, memory, decode, comm, overhead float64) {
+	prefill = w.prefillBF16 * p.secPerPrefillFLOP
 	memory = w.bytes * p.secPerByte
 	decode = w.decodeBF16 * p.secPerDecodeFLOP
 	comm = p.arFixed + p.arPerToken*w.tokens
 	overhead = p.overheadFixed + p.overheadPerReq*w.requests
-	return compute, memory, decode, comm, overhead
+	return prefill, memory, decode, comm, overhead
 }
 
 // StepTime returns the duration of one step holding s, rounded up to the
@@ -154,8 +158,8 @@ func (p *Pricer) StepTime(s Step) time.Duration {
 	if w.tokens == 0 {
 		return 0
 	}
-	compute, memory, decode, comm, overhead := p.parts(w)
-	return ceilDuration(roofline(compute, memory) + decode + comm + overhead)
+	prefill, memory, decode, comm, overhead := p.parts(w)
+	return ceilDuration(roofline(prefill+decode, memory) + comm + overhead)
 }
 
 // Breakdown is a priced step split into its terms, for reports and tests.
@@ -164,7 +168,8 @@ type Breakdown struct {
 	PrefillCompute time.Duration
 	// Memory is streamed bytes / (bandwidth × Memory efficiency).
 	Memory time.Duration
-	// DecodeCompute is decode FLOPs / (peak × DecodeMFU), added to the roofline.
+	// DecodeCompute is decode FLOPs / (peak × DecodeMFU); the roofline's compute
+	// side is PrefillCompute + DecodeCompute.
 	DecodeCompute time.Duration
 	// Comm is the tensor-parallel all-reduce time (0 at TP 1).
 	Comm time.Duration
@@ -184,14 +189,14 @@ func (p *Pricer) Breakdown(s Step) Breakdown {
 	if w.tokens == 0 {
 		return Breakdown{}
 	}
-	compute, memory, decode, comm, overhead := p.parts(w)
+	prefill, memory, decode, comm, overhead := p.parts(w)
 	return Breakdown{
-		PrefillCompute: ceilDuration(compute),
+		PrefillCompute: ceilDuration(prefill),
 		Memory:         ceilDuration(memory),
 		DecodeCompute:  ceilDuration(decode),
 		Comm:           ceilDuration(comm),
 		Overhead:       ceilDuration(overhead),
-		Total:          ceilDuration(roofline(compute, memory) + decode + comm + overhead),
+		Total:          ceilDuration(roofline(prefill+decode, memory) + comm + overhead),
 		FLOPs:          w.prefillFLOPs + w.decodeFLOPs,
 		Bytes:          w.bytes,
 	}
@@ -228,9 +233,30 @@ func (p *Pricer) layerLinearSeconds(tokens int) float64 {
 }
 
 // roofline combines compute and memory time into a smooth roofline,
-// √(c² + m²), which is never below max(c, m). Both are finite and non-negative.
+// (cᵖ + mᵖ)^(1/p) for p = 1.5, which is never below max(c, m) and is 2^(1/p)
+// = 1.59 × it at the ridge. Both are finite and non-negative. The sharpness
+// is fitted to testdata/calibration.json: with p = 2 the decode rows of a
+// small batch hid almost entirely behind the weight stream, pricing vLLM
+// 0.6.0's TPOT at 8 req/s (sglang's benchmark_vllm_060, A100) 25% fast and
+// Splitwise's H100 batch-16 decode 26% fast; with p = 1.3 Vidur's 128- and
+// 512-token A100 layers came out 14% and 17% slow.
+//
+// With h = max(c, m) and u = (min/h)^1.5 ∈ [0, 1] it is h·∛(1+u)², and ∛x on
+// [1, 2] is three Newton steps from a linear guess: they approach the root
+// from above (so the result stays ≥ h) and reach float64 precision, at a
+// fraction of math.Cbrt's cost on the step-pricing hot path.
 func roofline(c, m float64) float64 {
-	return math.Sqrt(c*c + m*m)
+	h, l := max(c, m), min(c, m)
+	if l <= 0 {
+		return h
+	}
+	r := l / h
+	x := 1 + r*math.Sqrt(r)
+	z := 1 + 0.26*(x-1) // ∛x within 2% on [1, 2]
+	for range 3 {
+		z = (2*z + x/(z*z)) / 3
+	}
+	return h * z * z
 }
 
 // maxDuration is a number of seconds (about 285 years) safely below the

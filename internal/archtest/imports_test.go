@@ -33,6 +33,7 @@ var allowed = map[string][]string{
 	"internal/archtest":  {},
 	"internal/benchload": {"kvroute/router/routertest"},
 	"internal/e2e":       {},
+	"internal/calibrate": {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
 	"internal/sweep":     {"kvroute/workloads", "kvroute/results", "kvroute/sim", "kvroute/router/tokenize", "go.yaml.in/yaml/v3"},
 }
 
