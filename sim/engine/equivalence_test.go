@@ -38,7 +38,7 @@ type scriptReq struct {
 // (preemptions, rejections) or has a small token budget (chunked prefill, starved decodes).
 func randomScript(rng *rand.Rand) script {
 	d := gpumodel.DefaultDeployment(gpumodel.H100SXM80GB(), gpumodel.Llama31x8B(), 1)
-	sc := script{cfg: Config{Deployment: d}}
+	sc := script{cfg: Config{Deployment: d, Release: Releases()[rng.IntN(len(Releases()))]}}
 	switch rng.IntN(4) {
 	case 0:
 		sc.cfg.NumBlocks = 20 + rng.IntN(100)

@@ -83,6 +83,7 @@ type seq struct {
 	lazy        bool  // a lazy decoder (lazy.go): computed and generated are as of step t0
 	aborted     bool  // Abort was called while it ran: it ends with the step in flight
 	t0          int64 // the replica's tick when a lazy decoder's counts were last brought up to date
+	nonce       uint64 // seeds the generated tokens beyond the Answer (Semantics.HashOutput)
 }
 
 // knownBlocks returns how many full blocks of the sequence have only known tokens.
@@ -130,6 +131,14 @@ func (r *Replica) hashBlocks(s *seq, n int) int {
 			buf := append(r.scratch[:0], prompt[min(lo, len(prompt)):]...)
 			block = append(buf, answer[max(lo-len(prompt), 0):hi-len(prompt)]...)
 			r.scratch = block
+		case r.sem.HashOutput && hi <= s.promptLen+s.outputLen:
+			buf := append(r.scratch[:0], prompt[min(lo, len(prompt)):]...)
+			buf = append(buf, answer[min(max(lo-len(prompt), 0), len(answer)):]...)
+			for i := lo + len(buf); i < hi; i++ {
+				buf = append(buf, OutputToken(s.nonce, i))
+			}
+			block = buf
+			r.scratch = buf
 		default:
 			s.hashable = j // generated tokens without an Answer are never known
 			return j
