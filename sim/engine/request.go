@@ -74,15 +74,15 @@ type seq struct {
 	cachedOnce  bool     // CachedTokens has been recorded
 	cached      int
 	preemptions int
-	scheduled   int   // tokens scheduled in the current step
-	reg         int   // leading blocks whose hashes were offered to the cache
-	hashable    int   // full blocks whose tokens are known; -1 until the first unknown token
-	promptLen   int   // len(req.Prompt)
-	outputLen   int   // req.OutputTokens
-	knownLen    int   // len(req.Prompt) + len(req.Answer): the tokens known in advance
-	lazy        bool  // a lazy decoder (lazy.go): computed and generated are as of step t0
-	aborted     bool  // Abort was called while it ran: it ends with the step in flight
-	t0          int64 // the replica's tick when a lazy decoder's counts were last brought up to date
+	scheduled   int    // tokens scheduled in the current step
+	reg         int    // leading blocks whose hashes were offered to the cache
+	hashable    int    // full blocks whose tokens are known; -1 until the first unknown token
+	promptLen   int    // len(req.Prompt)
+	outputLen   int    // req.OutputTokens
+	knownLen    int    // len(req.Prompt) + len(req.Answer): the tokens known in advance
+	lazy        bool   // a lazy decoder (lazy.go): computed and generated are as of step t0
+	aborted     bool   // Abort was called while it ran: it ends with the step in flight
+	t0          int64  // the replica's tick when a lazy decoder's counts were last brought up to date
 	nonce       uint64 // seeds the generated tokens beyond the Answer (Semantics.HashOutput)
 }
 
