@@ -17,6 +17,9 @@ type Config struct {
 	NumBlocks int
 	// StepTime overrides step pricing when not nil (tests use fixed step times).
 	StepTime func(gpumodel.Step) time.Duration
+	// Stretch, when not nil, is applied to each step's duration once priced (the emulator's
+	// injected slowdown); it sees the step start, so it may note when the step ends.
+	Stretch func(time.Duration) time.Duration
 	// Priority orders the replica's step events against other events at the same time.
 	Priority sim.Prio
 	// Release is the vLLM release whose semantics the replica follows; the zero value means
@@ -223,7 +226,11 @@ func (r *Replica) startStep(now sim.Time, behind bool) {
 		r.stepping = false
 		return
 	}
-	d := max(r.stepTime(step, behind), time.Nanosecond) // time must advance
+	d := r.stepTime(step, behind)
+	if r.cfg.Stretch != nil {
+		d = r.cfg.Stretch(d)
+	}
+	d = max(d, time.Nanosecond) // time must advance
 	r.stepDur, r.stepShape, r.lastStart = d, step, now
 	r.stepEnd = r.k.Schedule(now+sim.Time(d), r.cfg.Priority, r.endFn)
 }
