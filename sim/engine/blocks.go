@@ -43,6 +43,7 @@ type block struct {
 	dup    int32  // the next block cached under the same hash, plus one; 0: none
 	hashed bool
 	second bool // cached under a hash that an earlier block holds too (dupHits)
+	parked bool // stands for a cached block no request can ever hit (Replica.park)
 }
 
 func newBlockPool(n int, sem Semantics) *blockPool {
@@ -163,6 +164,7 @@ func (p *blockPool) touchFree(k int) {
 func (p *blockPool) evict(b int32) {
 	bl := &p.blocks[b]
 	if !bl.hashed {
+		bl.parked = false
 		return
 	}
 	if bl.dup != 0 || bl.second {
@@ -243,6 +245,10 @@ func (p *blockPool) cache(b int32, h uint64) {
 	}
 }
 
+// park marks block b, which its request filled with tokens no other request will send, as
+// cached for the free queue's order only: it is never looked up, so it needs no hash.
+func (p *blockPool) park(b int32) { p.blocks[b].parked = true }
+
 // touchBlocks reads each block's state, overlapping the cache misses (see hashTable.touch).
 func (p *blockPool) touchBlocks(blocks []int32) uint64 {
 	var sink uint64
@@ -260,7 +266,7 @@ func (p *blockPool) release(blocks []int32) {
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
 		if p.blocks[b].ref--; p.blocks[b].ref == 0 {
-			if p.unhashedToHead && !p.blocks[b].hashed {
+			if p.unhashedToHead && !p.blocks[b].hashed && !p.blocks[b].parked {
 				p.pushHead(b)
 			} else {
 				p.pushTail(b)

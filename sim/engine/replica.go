@@ -81,6 +81,7 @@ type Replica struct {
 	cpuStep  time.Duration    // CPU time per step and per scheduled request (AsyncScheduling)
 	cpuReq   time.Duration
 	sem      Semantics
+	private  bool // defer caching generated blocks only the request can hit (see catchUp)
 	pool     *blockPool
 	bs       int
 	maxBatch int
@@ -149,6 +150,7 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 		r.memo = NewHashMemo(memoSlots)
 	}
 	r.startFn, r.endFn = r.kicked, r.endStep
+	r.private = rel.HashOutput && hooks.KV == nil
 	if hooks.KV != nil {
 		r.pool.events = func(stored bool, h uint64) { hooks.KV(KVEvent{Stored: stored, Hash: h}) }
 	}
@@ -171,9 +173,9 @@ func (r *Replica) Down() bool { return r.down }
 func (r *Replica) Submit(req *Request) {
 	now := r.k.Now()
 	r.nonce++
-	s := &seq{req: req, arrival: now, hashable: -1, nonce: r.nonce,
+	s := &seq{req: req, arrival: now, hashable: -1, nonce: r.nonce, private: r.private,
 		promptLen: len(req.Prompt), outputLen: req.OutputTokens, knownLen: len(req.Prompt) + len(req.Answer)}
-	if r.sem.HashOutput {
+	if r.sem.HashOutput && !s.private {
 		s.knownLen = max(s.knownLen, s.promptLen+s.outputLen) // every generated token has a hash
 	}
 	switch {
@@ -287,6 +289,7 @@ func (r *Replica) endStep(now sim.Time) {
 			}
 		}
 		if s.generated >= s.outputLen {
+			r.park(s)
 			r.pool.release(s.blocks)
 			s.blocks = s.blocks[:0]
 			s.generated = -s.generated // mark finished until running is compacted

@@ -195,6 +195,7 @@ func (r *Replica) preempt(v *seq) {
 	r.running[len(r.running)-1] = nil
 	r.running = r.running[:len(r.running)-1]
 	r.due = r.due[:len(r.running)]
+	r.catchUp(v)
 	r.pool.release(v.blocks)
 	v.blocks = v.blocks[:0]
 	v.computed = 0
