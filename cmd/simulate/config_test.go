@@ -62,6 +62,7 @@ func TestConfigErrors(t *testing.T) {
 		{"no cap", "requests: 50\n", "", "requests or duration"},
 		{"bad duration", "metrics_interval: 50ms", "metrics_interval: fast", "metrics_interval"},
 		{"not yaml", "name: t", "name: [t", "t.yaml"},
+		{"unknown vllm release", "tp: 1}", "tp: 1, vllm: v0.6}", "line 4: fleet.vllm: unknown vLLM release \"v0.6\""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -167,6 +168,7 @@ func TestFleetEngineArgs(t *testing.T) {
 		{"bad quantization", ", quantization: int3", nil, "fleet.quantization"},
 		{"bad kv dtype", ", kv_cache_dtype: fp4", nil, "fleet.kv_cache_dtype"},
 		{"negative batch", ", max_num_batched_tokens: -1", nil, "max_num_batched_tokens"},
+		{"vllm release", ", vllm: v0.8-v0.10", nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,6 +186,15 @@ func TestFleetEngineArgs(t *testing.T) {
 			reps, err := points[0].fleet()
 			if err != nil {
 				t.Fatal(err)
+			}
+			if want := "v0.33"; strings.Contains(tc.args, "vllm:") {
+				want = "v0.8-v0.10"
+				if reps[0].Release.Name != want {
+					t.Fatalf("release %q, want %q", reps[0].Release.Name, want)
+				}
+				return
+			} else if reps[0].Release.Name != want {
+				t.Fatalf("default release %q, want the newest %q", reps[0].Release.Name, want)
 			}
 			if d := reps[0].Deployment; !tc.check(d) {
 				t.Errorf("deployment %+v does not carry %q", d, tc.args)

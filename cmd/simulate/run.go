@@ -38,9 +38,11 @@ func plan(points []Point) []job {
 // scenario is what summary.json records about a run's setting.
 func (j job) scenario() map[string]any {
 	p := j.point
+	rel, _ := p.release() // validated before the run
 	s := map[string]any{
 		"name": p.Name, "seed": p.Seed, "policy_params": j.policy.Params,
-		"fleet":    map[string]any{"replicas": p.Fleet.Replicas, "gpu": p.Fleet.GPU, "model": p.Fleet.Model, "tp": max(p.Fleet.TP, 1)},
+		"fleet": map[string]any{"replicas": p.Fleet.Replicas, "gpu": p.Fleet.GPU, "model": p.Fleet.Model, "tp": max(p.Fleet.TP, 1),
+			"vllm": rel.Name},
 		"workload": string(p.Workload().Resolve().Workload.Kind),
 		"arrival":  map[string]any{"process": string(p.Workload().Resolve().Arrival.Process), "rate": p.Arrival.Rate},
 		"router":   map[string]any{"metrics_interval": p.Router.MetricsInterval.String(), "network_delay": p.Router.NetworkDelay.String()},

@@ -68,11 +68,27 @@ func (p Point) fleet() ([]engine.Config, error) {
 	if f.NumBlocks == 0 && d.KVBlocks() <= 0 {
 		return nil, fmt.Errorf("fleet: %s on %d× %s leaves no memory for the KV cache", m.Name, tp, g.Name)
 	}
+	rel, err := p.release()
+	if err != nil {
+		return nil, err
+	}
 	out := make([]engine.Config, f.Replicas)
 	for i := range out {
-		out[i] = engine.Config{Deployment: d, NumBlocks: f.NumBlocks}
+		out[i] = engine.Config{Deployment: d, NumBlocks: f.NumBlocks, Release: rel}
 	}
 	return out, nil
+}
+
+// release is the vLLM release the point's engines follow (fleet.vllm, default the newest).
+func (p Point) release() (engine.Release, error) {
+	rel, err := engine.ParseRelease(p.Fleet.VLLM)
+	if err != nil {
+		if line := p.Line("fleet.vllm"); line > 0 {
+			return rel, fmt.Errorf("line %d: fleet.vllm: %w", line, err)
+		}
+		return rel, fmt.Errorf("fleet.vllm: %w", err)
+	}
+	return rel, nil
 }
 
 // deployment is vLLM's default replica of m on tp GPUs g with the fleet's engine arguments

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kvroute/gpumodel"
+	"kvroute/sim/engine"
 )
 
 // Config configures one emulated replica.
@@ -26,6 +27,9 @@ type Config struct {
 	Speed float64 `json:"speed" yaml:"speed"`
 	// NumBlocks overrides the KV capacity in blocks when > 0 (vLLM's num_gpu_blocks_override).
 	NumBlocks int `json:"num_blocks" yaml:"num_blocks"`
+	// VLLM names the vLLM release whose semantics the engine follows (engine.ParseRelease;
+	// empty: the newest modelled).
+	VLLM string `json:"vllm" yaml:"vllm"`
 	// DefaultMaxTokens is the output length of a request that sends no max_tokens, at least 1.
 	DefaultMaxTokens int `json:"default_max_tokens" yaml:"default_max_tokens"`
 	// MaxTokensCap caps max_tokens: a request asking for more generates this many, at least
@@ -67,6 +71,9 @@ func (c Config) Validate() error {
 	}
 	if c.NumBlocks < 0 {
 		errs = append(errs, fmt.Errorf("emulate: num_blocks must not be negative, got %d", c.NumBlocks))
+	}
+	if _, err := engine.ParseRelease(c.VLLM); err != nil {
+		errs = append(errs, fmt.Errorf("emulate: vllm: %w", err))
 	}
 	if c.DefaultMaxTokens < 1 {
 		errs = append(errs, fmt.Errorf("emulate: default_max_tokens must be at least 1, got %d", c.DefaultMaxTokens))

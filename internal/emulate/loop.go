@@ -2,6 +2,7 @@ package emulate
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"time"
 
@@ -16,7 +17,6 @@ import (
 type core struct {
 	k     *sim.Kernel
 	eng   *engine.Replica
-	price func(gpumodel.Step) time.Duration
 	speed float64   // virtual seconds per wall second
 	slow  float64   // step-time multiplier set by SetSlowdown
 	start time.Time // the wall time of virtual time 0
@@ -36,15 +36,12 @@ type core struct {
 func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
 	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1,
 		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets)}
-	c.price = cfg.StepTime
-	if c.price == nil {
-		p, err := gpumodel.NewPricer(d)
-		if err != nil {
-			return nil, err
-		}
-		c.price = p.StepTime
+	rel, err := engine.ParseRelease(cfg.VLLM)
+	if err != nil {
+		return nil, fmt.Errorf("emulate: vllm: %w", err)
 	}
-	eng, err := engine.New(c.k, engine.Config{Deployment: d, NumBlocks: cfg.NumBlocks, StepTime: c.stepTime},
+	eng, err := engine.New(c.k, engine.Config{Deployment: d, NumBlocks: cfg.NumBlocks, StepTime: cfg.StepTime,
+		Stretch: c.stretch, Release: rel},
 		engine.Hooks{FirstToken: c.firstToken, Done: c.done, Step: c.step})
 	if err != nil {
 		return nil, err
@@ -112,9 +109,10 @@ func (c *core) advance(wall time.Time) error {
 	return c.k.Run(max(v, c.k.Now()))
 }
 
-// stepTime prices a step, stretched by the slowdown, and remembers when it ends.
-func (c *core) stepTime(s gpumodel.Step) time.Duration {
-	d := max(time.Duration(float64(c.price(s))*c.slow), time.Nanosecond)
+// stretch stretches a step's duration, as the engine priced it, by the slowdown, and
+// remembers when the step ends.
+func (c *core) stretch(d time.Duration) time.Duration {
+	d = max(time.Duration(float64(d)*c.slow), time.Nanosecond)
 	c.stepping, c.due = true, c.k.Now()+sim.Time(d)
 	return d
 }

@@ -51,6 +51,9 @@ type FleetConfig struct {
 	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens,omitempty"`
 	// MaxNumSeqs is vLLM's --max-num-seqs (0: vLLM's default for the GPU).
 	MaxNumSeqs int `yaml:"max_num_seqs,omitempty"`
+	// VLLM names the vLLM release whose semantics the simulated engine follows (empty: the
+	// newest modelled); the simulator checks the name.
+	VLLM string `yaml:"vllm,omitempty"`
 }
 
 // RouterConfig is the router's view of the fleet.
@@ -139,8 +142,13 @@ func (p PolicySpec) Label() string {
 // name it.
 type Point struct {
 	File
-	Axes []AxisValue
+	Axes  []AxisValue
+	lines map[string]int // the first line of each field's path in the file
 }
+
+// Line returns the line of the sweep file where the field at path ("fleet.vllm") is set, or
+// 0 when the file does not set it.
+func (p Point) Line(path string) int { return p.lines[path] }
 
 // AxisValue is one swept field's value at a point.
 type AxisValue struct {
@@ -164,13 +172,19 @@ func Parse(data []byte, name string) ([]Point, error) {
 	axes := collectAxes(root.Content[0], "")
 	fields := map[int]string{}
 	fieldLines(root.Content[0], "", fields)
+	lines := map[string]int{}
+	for line, path := range fields {
+		if l, ok := lines[path]; !ok || line < l {
+			lines[path] = line
+		}
+	}
 	var points []Point
 	err := expand(root.Content[0], axes, 0, nil, func(doc *yaml.Node, vals []AxisValue) error {
 		f, err := decodeStrict(doc, name)
 		if err != nil {
 			return nameFields(err, fields)
 		}
-		points = append(points, Point{File: f, Axes: append([]AxisValue(nil), vals...)})
+		points = append(points, Point{File: f, Axes: append([]AxisValue(nil), vals...), lines: lines})
 		return nil
 	})
 	if err != nil {

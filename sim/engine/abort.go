@@ -32,6 +32,7 @@ func (r *Replica) dropAborted(s *seq) {
 	if s.lazy {
 		r.materialize(s)
 	}
+	r.park(s)
 	r.pool.release(s.blocks)
 	s.blocks = s.blocks[:0]
 }

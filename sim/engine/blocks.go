@@ -18,6 +18,8 @@ type blockPool struct {
 	stale      []staleEntry // evicted blocks whose table entries are still to be removed
 	numFree    int
 	sink       uint64 // keeps the reads of the touch methods
+	// dupHits and unhashedToHead are Semantics.DuplicateHits and Semantics.UnhashedToHead.
+	dupHits, unhashedToHead bool
 	// events, when set, hears each block hash the cache starts (stored) or stops holding:
 	// what vLLM publishes as BlockStored and BlockRemoved KV events.
 	events func(stored bool, hash uint64)
@@ -38,15 +40,19 @@ type block struct {
 	hash   uint64 // valid when hashed
 	ref    int32
 	qpos   uint32 // position of the block's current free-queue entry, when ref is 0
+	dup    int32  // the next block cached under the same hash, plus one; 0: none
 	hashed bool
+	second bool // cached under a hash that an earlier block holds too (dupHits)
+	parked bool // stands for a cached block no request can ever hit (Replica.park)
 }
 
-func newBlockPool(n int) *blockPool {
+func newBlockPool(n int, sem Semantics) *blockPool {
 	size := 64
 	for size < 2*n {
 		size *= 2
 	}
-	p := &blockPool{blocks: make([]block, n), ring: make([]int32, size)}
+	p := &blockPool{blocks: make([]block, n), ring: make([]int32, size),
+		dupHits: sem.DuplicateHits, unhashedToHead: sem.UnhashedToHead}
 	for b := range int32(n) {
 		p.pushTail(b)
 	}
@@ -66,6 +72,17 @@ func (p *blockPool) pushTail(b int32) {
 	p.ring[p.tail&uint32(len(p.ring)-1)] = b
 	p.blocks[b].qpos = p.tail
 	p.tail++
+	p.numFree++
+}
+
+// pushHead puts free block b at the head of the free queue, to be taken first.
+func (p *blockPool) pushHead(b int32) {
+	if int(p.tail-p.head) == len(p.ring) {
+		p.compactFree()
+	}
+	p.head--
+	p.ring[p.head&uint32(len(p.ring)-1)] = b
+	p.blocks[b].qpos = p.head
 	p.numFree++
 }
 
@@ -147,6 +164,11 @@ func (p *blockPool) touchFree(k int) {
 func (p *blockPool) evict(b int32) {
 	bl := &p.blocks[b]
 	if !bl.hashed {
+		bl.parked = false
+		return
+	}
+	if bl.dup != 0 || bl.second {
+		p.unlinkDup(b)
 		return
 	}
 	bl.hashed = false
@@ -157,6 +179,26 @@ func (p *blockPool) evict(b int32) {
 	if len(p.stale) >= staleBatch {
 		p.removeStale()
 	}
+}
+
+// unlinkDup forgets the hash of block b, one of several blocks cached under it
+// (DuplicateHits): the hash stays cached in the others, so no event is published. When b is
+// the table's block, the next duplicate takes its place.
+func (p *blockPool) unlinkDup(b int32) {
+	bl := &p.blocks[b]
+	next := bl.dup - 1
+	if !bl.second {
+		i, _ := p.cached.find(bl.hash)
+		p.cached.slots[i].block1 = next + 1
+		p.blocks[next].second = false
+	} else {
+		c, _ := p.cached.get(bl.hash)
+		for c != b && p.blocks[c].dup-1 != b {
+			c = p.blocks[c].dup - 1
+		}
+		p.blocks[c].dup = bl.dup
+	}
+	bl.dup, bl.hashed, bl.second = 0, false, false
 }
 
 // removeStale removes the table entries of evicted blocks that are still stale: an entry may
@@ -176,9 +218,18 @@ func (p *blockPool) removeStale() {
 }
 
 // cache records that full block b holds the tokens hashing to h. A block whose hash another
-// block already holds stays an uncached duplicate, as V1's append-only block tables allow.
+// block already holds (V1's append-only block tables allow duplicates) stays uncached, or
+// with dupHits joins the others: lookups find the first of them, and the hash stays cached
+// until the last is evicted. KV events are published per hash, not per duplicate.
 func (p *blockPool) cache(b int32, h uint64) {
 	if c, ok := p.cached.get(h); ok && p.holds(c, h) {
+		if p.dupHits { // b joins the blocks cached under h, after the last of them
+			for p.blocks[c].dup != 0 {
+				c = p.blocks[c].dup - 1
+			}
+			p.blocks[c].dup = b + 1
+			p.blocks[b].hash, p.blocks[b].hashed, p.blocks[b].second = h, true, true
+		}
 		return
 	}
 	if p.cached.full() {
@@ -194,6 +245,10 @@ func (p *blockPool) cache(b int32, h uint64) {
 	}
 }
 
+// park marks block b, which its request filled with tokens no other request will send, as
+// cached for the free queue's order only: it is never looked up, so it needs no hash.
+func (p *blockPool) park(b int32) { p.blocks[b].parked = true }
+
 // touchBlocks reads each block's state, overlapping the cache misses (see hashTable.touch).
 func (p *blockPool) touchBlocks(blocks []int32) uint64 {
 	var sink uint64
@@ -204,13 +259,18 @@ func (p *blockPool) touchBlocks(blocks []int32) uint64 {
 }
 
 // release drops one reference on each block, last block first, so that a request's tail
-// blocks reach the free queue (and eviction) before its head blocks.
+// blocks reach the free queue (and eviction) before its head blocks. With unhashedToHead a
+// block without a hash goes to the head instead, to be reused first.
 func (p *blockPool) release(blocks []int32) {
 	p.sink += p.touchBlocks(blocks)
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
 		if p.blocks[b].ref--; p.blocks[b].ref == 0 {
-			p.pushTail(b)
+			if p.unhashedToHead && !p.blocks[b].hashed && !p.blocks[b].parked {
+				p.pushHead(b)
+			} else {
+				p.pushTail(b)
+			}
 		} else if p.blocks[b].ref < 0 {
 			panic("engine: negative block ref count") // a broken invariant, not bad input
 		}
@@ -220,7 +280,7 @@ func (p *blockPool) release(blocks []int32) {
 // clearAll empties the cache and the pool (a restarted replica).
 func (p *blockPool) clearAll() {
 	events := p.events
-	*p = *newBlockPool(p.size())
+	*p = *newBlockPool(p.size(), Semantics{DuplicateHits: p.dupHits, UnhashedToHead: p.unhashedToHead})
 	p.events = events
 }
 

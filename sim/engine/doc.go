@@ -5,5 +5,6 @@
 // ones, within max_num_batched_tokens and max_num_seqs; chunked prefill falls out of the token
 // budget; preemption by recompute of the newest running request). Each step's duration comes
 // from gpumodel. The replica runs on a sim.Kernel and reports first tokens and completions
-// through hooks. Semantics follow ../shared/reference/simulators.md §5.
+// through hooks. It follows a named vLLM release (Release, Config.Release; the newest by
+// default), whose rules docs/simulator.md lists with the vLLM code each one follows.
 package engine

@@ -24,12 +24,18 @@ type harness struct {
 
 func newHarness(t *testing.T, blocks, maxBatch int, step time.Duration) *harness {
 	t.Helper()
+	return newHarnessFor(t, NewestRelease, blocks, maxBatch, step)
+}
+
+// newHarnessFor is newHarness on release rel.
+func newHarnessFor(t *testing.T, rel Release, blocks, maxBatch int, step time.Duration) *harness {
+	t.Helper()
 	d := gpumodel.DefaultDeployment(gpumodel.H100SXM80GB(), gpumodel.Llama31x8B(), 1)
 	if maxBatch > 0 {
 		d.MaxNumBatchedTokens = maxBatch
 	}
 	h := &harness{t: t, k: sim.NewKernel(), results: map[string]Result{}}
-	cfg := Config{Deployment: d, NumBlocks: blocks}
+	cfg := Config{Deployment: d, NumBlocks: blocks, Release: rel}
 	if step > 0 {
 		cfg.StepTime = func(gpumodel.Step) time.Duration { return step }
 	}
@@ -138,8 +144,13 @@ func TestTimingFirstTokenAndFinish(t *testing.T) {
 
 // Freed blocks join the free queue's tail in reverse order, and eviction takes the head: the
 // least recently freed request loses its blocks first, and a request loses its tail first.
+// On the newest release block 0 is the null block: 13 blocks hold the same 12.
 func TestLRUEvictionOrder(t *testing.T) {
-	h := newHarness(t, 12, 0, time.Millisecond)
+	t.Run(LegacyRelease.Name, func(t *testing.T) { testLRUEvictionOrder(t, newHarnessFor(t, LegacyRelease, 12, 0, time.Millisecond)) })
+	t.Run(NewestRelease.Name, func(t *testing.T) { testLRUEvictionOrder(t, newHarnessFor(t, NewestRelease, 13, 0, time.Millisecond)) })
+}
+
+func testLRUEvictionOrder(t *testing.T, h *harness) {
 	a, b := tokens(1, 64), tokens(2, 64) // 4 blocks each; one output token needs no KV
 	// The queue starts as blocks 0..11. a takes 0-3 and frees them reversed: [4..11 3 2 1 0].
 	h.submitAt(0, &Request{ID: "a", Prompt: a, OutputTokens: 1})

@@ -16,3 +16,14 @@ func BlockHash(parent uint64, tokens []int32) uint64 {
 	h *= 0xc4ceb9fe1a85ec53
 	return h ^ h>>32
 }
+
+// OutputToken stands for token i of a request's sequence that the request generates beyond
+// its Answer: a negative id (real ids are not), fixed by the request's nonce (its submission
+// number on the replica) and i, so that its blocks hash alike only within the request.
+func OutputToken(nonce uint64, i int) int32 {
+	h := (nonce+1)*0x9e3779b97f4a7c15 ^ uint64(i)*0xc2b2ae3d27d4eb4f
+	h ^= h >> 31
+	h *= 0xff51afd7ed558ccd
+	h ^= h >> 29
+	return -1 - int32(h&0x3fffffff)
+}

@@ -1,7 +1,8 @@
 package engine
 
-// This file is the engine as it was before its performance work, kept verbatim but renamed
-// (refReplica, refSeq, refPool): the oracle of the differential test in equivalence_test.go.
+// This file is the engine as it was before its performance work, renamed (refReplica,
+// refSeq, refPool), plus the release rules (Semantics) written the plain way: the oracle of
+// the differential test in equivalence_test.go.
 
 import (
 	"errors"
@@ -18,6 +19,8 @@ type refReplica struct {
 	cfg      Config
 	hooks    Hooks
 	pricer   *gpumodel.Pricer
+	gpu      *gpumodel.Pricer
+	sem      Semantics
 	pool     *refPool
 	bs       int
 	maxBatch int
@@ -32,6 +35,9 @@ type refReplica struct {
 	stepping bool        // a step is in progress or about to start
 	stepEnd  sim.EventID // the pending end-of-step event
 	down     bool
+	start    sim.Time // when the step in flight started
+	cutoff   sim.Time // latest arrival the step being scheduled admits
+	nonce    uint64
 	m        Metrics
 }
 
@@ -49,12 +55,27 @@ func newRef(k *sim.Kernel, cfg Config, hooks Hooks) (*refReplica, error) {
 	if n <= 0 {
 		n = d.KVBlocks()
 	}
-	if n <= 0 {
+	rel := cfg.Release
+	if rel.Name == "" {
+		rel = NewestRelease
+	}
+	usable := n
+	if rel.NullBlock {
+		usable--
+	}
+	if usable <= 0 {
 		return nil, errors.New("engine: the deployment leaves no memory for KV cache")
 	}
-	r := &refReplica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newRefPool(n),
-		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs}
+	r := &refReplica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newRefPool(usable, rel.Semantics),
+		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs, sem: rel.Semantics}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	if rel.AsyncScheduling {
+		g := d
+		g.Overheads.PerStep, g.Overheads.PerRequest = 0, 0
+		if r.gpu, err = gpumodel.NewPricer(g); err != nil {
+			return nil, err
+		}
+	}
 	return r, nil
 }
 
@@ -73,7 +94,8 @@ func (r *refReplica) Down() bool { return r.down }
 // fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
 func (r *refReplica) Submit(req *Request) {
 	now := r.k.Now()
-	s := &refSeq{req: req, arrival: now, hashable: -1}
+	r.nonce++
+	s := &refSeq{req: req, arrival: now, hashable: -1, nonce: r.nonce, hashOutput: r.sem.HashOutput}
 	switch {
 	case r.down:
 		r.end(s, Aborted, now)
@@ -92,29 +114,43 @@ func (r *refReplica) kick(now sim.Time) {
 		return
 	}
 	r.stepping = true
-	r.k.Schedule(now, r.cfg.Priority, r.startStep)
+	r.k.Schedule(now, r.cfg.Priority, func(now sim.Time) { r.startStep(now, false) })
 }
 
 func (r *refReplica) blocksFor(tokens int) int { return (tokens + r.bs - 1) / r.bs }
 
 // startStep schedules a batch and arranges its end.
-func (r *refReplica) startStep(now sim.Time) {
+func (r *refReplica) startStep(now sim.Time, behind bool) {
 	if r.down {
 		r.stepping = false
 		return
 	}
+	r.cutoff = now
+	if behind && r.sem.AsyncScheduling {
+		r.cutoff = r.start // the batch queue scheduled this batch when the last one started
+	}
 	step := r.schedule()
+	if len(r.batch) == 0 && r.cutoff < now {
+		r.cutoff, behind = now, false
+		step = r.schedule()
+	}
 	if len(r.batch) == 0 {
 		r.stepping = false
 		return
 	}
 	var d time.Duration
-	if r.cfg.StepTime != nil {
+	switch {
+	case r.cfg.StepTime != nil:
 		d = r.cfg.StepTime(step)
-	} else {
+	case behind && r.gpu != nil:
+		o := r.cfg.Deployment.Overheads
+		cpu := o.PerStep + time.Duration(step.PrefillChunks+step.DecodeSeqs)*o.PerRequest
+		d = max(r.gpu.StepTime(step), cpu)
+	default:
 		d = r.pricer.StepTime(step)
 	}
 	d = max(d, time.Nanosecond) // time must advance
+	r.start = now
 	r.stepEnd = r.k.Schedule(now+sim.Time(d), r.cfg.Priority, func(at sim.Time) { r.endStep(at, d, step) })
 }
 
@@ -150,7 +186,7 @@ func (r *refReplica) endStep(now sim.Time, d time.Duration, step gpumodel.Step) 
 		r.compactFinished(now)
 	}
 	r.batch = r.batch[:0]
-	r.startStep(now)
+	r.startStep(now, true)
 }
 
 // compactFinished removes finished requests from running, in order, and reports them.
@@ -240,6 +276,9 @@ func (r *refReplica) schedule() gpumodel.Step {
 	}
 	for !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
 		s := r.waiting[0]
+		if s.arrival > r.cutoff {
+			break
+		}
 		n, ok := r.admit(s, budget)
 		if !ok {
 			break
@@ -307,7 +346,11 @@ func (r *refReplica) admit(s *refSeq, budget int) (int, bool) {
 	hit := len(r.hits) * r.bs
 	n := min(total-hit, budget)
 	need := r.blocksFor(hit+n) - len(r.hits)
-	if need > r.pool.numFree-freeHits {
+	fit := need
+	if r.sem.ReserveFullPrompt {
+		fit = r.blocksFor(total) - len(r.hits)
+	}
+	if fit > r.pool.numFree-freeHits {
 		return 0, false
 	}
 	for _, b := range r.hits {
@@ -320,8 +363,10 @@ func (r *refReplica) admit(s *refSeq, budget int) (int, bool) {
 		s.blocks = append(s.blocks, r.pool.popFree())
 	}
 	r.register(s, (hit+n)/r.bs)
-	r.m.PrefixQueries += int64(total)
-	r.m.PrefixHits += int64(hit)
+	if s.preemptions == 0 || !r.sem.SkipPreemptedStats {
+		r.m.PrefixQueries += int64(total)
+		r.m.PrefixHits += int64(hit)
+	}
 	if !s.cachedOnce {
 		s.cachedOnce, s.cached = true, hit
 		r.m.PromptTokens += int64(len(s.req.Prompt))
@@ -360,6 +405,8 @@ type refSeq struct {
 	scheduled   int // tokens scheduled in the current step
 	reg         int // leading blocks whose hashes were offered to the cache
 	hashable    int // full blocks whose tokens are known; -1 until the first unknown token
+	nonce       uint64
+	hashOutput  bool
 }
 
 // numTokens is the prompt plus the tokens generated so far.
@@ -373,6 +420,9 @@ func (s *refSeq) token(i int) (int32, bool) {
 	j := i - len(s.req.Prompt)
 	if j < len(s.req.Answer) {
 		return s.req.Answer[j], true
+	}
+	if s.hashOutput && j < s.req.OutputTokens {
+		return OutputToken(s.nonce, i), true
 	}
 	return 0, false
 }
@@ -405,112 +455,3 @@ func (s *refSeq) hashUpTo(n, blockSize int, scratch *[]int32) int {
 	}
 	return n
 }
-
-// refPool is vLLM's KV block pool: ref counts, a doubly-linked free queue (head evicted
-// first) and the map from block hash to cached block. Block ids are 0..n-1; the list uses
-// sentinel index n.
-type refPool struct {
-	ref        []int32
-	hash       []uint64
-	hashed     []bool
-	prev, next []int32
-	cached     map[uint64]int32
-	numFree    int
-}
-
-func newRefPool(n int) *refPool {
-	p := &refPool{
-		ref: make([]int32, n), hash: make([]uint64, n), hashed: make([]bool, n),
-		prev: make([]int32, n+1), next: make([]int32, n+1), cached: make(map[uint64]int32),
-	}
-	s := int32(n) // sentinel
-	p.prev[s], p.next[s] = s, s
-	for b := range int32(n) {
-		p.pushTail(b)
-	}
-	return p
-}
-
-func (p *refPool) size() int { return len(p.ref) }
-
-func (p *refPool) sentinel() int32 { return int32(len(p.ref)) }
-
-func (p *refPool) pushTail(b int32) {
-	s := p.sentinel()
-	last := p.prev[s]
-	p.next[last], p.prev[b] = b, last
-	p.next[b], p.prev[s] = s, b
-	p.numFree++
-}
-
-func (p *refPool) unlink(b int32) {
-	p.next[p.prev[b]] = p.next[b]
-	p.prev[p.next[b]] = p.prev[b]
-	p.prev[b], p.next[b] = -1, -1
-	p.numFree--
-}
-
-// lookup returns the cached block holding hash h.
-func (p *refPool) lookup(h uint64) (int32, bool) {
-	b, ok := p.cached[h]
-	return b, ok
-}
-
-// touch takes a reference on a cached block, taking it off the free queue if it was free.
-func (p *refPool) touch(b int32) {
-	if p.ref[b] == 0 {
-		p.unlink(b)
-	}
-	p.ref[b]++
-}
-
-// popFree takes the head of the free queue (the least recently freed block), evicting its
-// cached hash. The caller has checked numFree.
-func (p *refPool) popFree() int32 {
-	b := p.next[p.sentinel()]
-	p.unlink(b)
-	p.evict(b)
-	p.ref[b] = 1
-	return b
-}
-
-// evict forgets b's hash.
-func (p *refPool) evict(b int32) {
-	if p.hashed[b] {
-		if c, ok := p.cached[p.hash[b]]; ok && c == b {
-			delete(p.cached, p.hash[b])
-		}
-		p.hashed[b] = false
-	}
-}
-
-// cache records that full block b holds the tokens hashing to h. A block whose hash another
-// block already holds stays an uncached duplicate, as V1's append-only block tables allow.
-func (p *refPool) cache(b int32, h uint64) {
-	if _, dup := p.cached[h]; dup {
-		return
-	}
-	p.cached[h] = b
-	p.hash[b], p.hashed[b] = h, true
-}
-
-// release drops one reference on each block, last block first, so that a request's tail
-// blocks reach the free queue (and eviction) before its head blocks.
-func (p *refPool) release(blocks []int32) {
-	for i := len(blocks) - 1; i >= 0; i-- {
-		b := blocks[i]
-		if p.ref[b]--; p.ref[b] == 0 {
-			p.pushTail(b)
-		} else if p.ref[b] < 0 {
-			panic("engine: negative block ref count") // a broken invariant, not bad input
-		}
-	}
-}
-
-// clearAll empties the cache and the pool (a restarted replica).
-func (p *refPool) clearAll() {
-	*p = *newRefPool(p.size())
-}
-
-// used returns the blocks with a reference.
-func (p *refPool) used() int { return p.size() - p.numFree }

@@ -17,8 +17,14 @@ type Config struct {
 	NumBlocks int
 	// StepTime overrides step pricing when not nil (tests use fixed step times).
 	StepTime func(gpumodel.Step) time.Duration
+	// Stretch, when not nil, is applied to each step's duration once priced (the emulator's
+	// injected slowdown); it sees the step start, so it may note when the step ends.
+	Stretch func(time.Duration) time.Duration
 	// Priority orders the replica's step events against other events at the same time.
 	Priority sim.Prio
+	// Release is the vLLM release whose semantics the replica follows; the zero value means
+	// NewestRelease.
+	Release Release
 	// Memo, when set, is a hash memo shared with other replicas on the same kernel; otherwise
 	// the replica keeps its own. Sharing changes no result, only speed.
 	Memo *HashMemo
@@ -71,6 +77,11 @@ type Replica struct {
 	cfg      Config
 	hooks    Hooks
 	pricer   *gpumodel.Pricer
+	gpu      *gpumodel.Pricer // pricer without the CPU overheads (AsyncScheduling)
+	cpuStep  time.Duration    // CPU time per step and per scheduled request (AsyncScheduling)
+	cpuReq   time.Duration
+	sem      Semantics
+	private  bool // defer caching generated blocks only the request can hit (see catchUp)
 	pool     *blockPool
 	bs       int
 	maxBatch int
@@ -93,8 +104,11 @@ type Replica struct {
 	stepEnd   sim.EventID // the pending end-of-step event
 	stepDur   time.Duration
 	stepShape gpumodel.Step
-	startFn   func(sim.Time) // r.startStep and r.endStep, bound once
+	startFn   func(sim.Time) // r.kicked and r.endStep, bound once
 	endFn     func(sim.Time)
+	lastStart sim.Time // when the step in flight started
+	cutoff    sim.Time // AsyncScheduling: the latest arrival the step being scheduled admits
+	nonce     uint64   // requests submitted so far: seeds each one's generated tokens
 	down      bool
 	m         Metrics
 }
@@ -113,16 +127,30 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	if n <= 0 {
 		n = d.KVBlocks()
 	}
-	if n <= 0 {
+	rel := cfg.Release
+	if rel.Name == "" {
+		rel = NewestRelease
+	}
+	usable := n
+	if rel.NullBlock {
+		usable-- // block 0 is vLLM's null block
+	}
+	if usable <= 0 {
 		return nil, errors.New("engine: the deployment leaves no memory for KV cache")
 	}
-	r := &Replica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newBlockPool(n),
-		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs}
+	r := &Replica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newBlockPool(usable, rel.Semantics),
+		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs, sem: rel.Semantics}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	if rel.AsyncScheduling {
+		if err := r.splitCPU(d); err != nil {
+			return nil, err
+		}
+	}
 	if r.memo = cfg.Memo; r.memo == nil {
 		r.memo = NewHashMemo(memoSlots)
 	}
-	r.startFn, r.endFn = r.startStep, r.endStep
+	r.startFn, r.endFn = r.kicked, r.endStep
+	r.private = rel.HashOutput && hooks.KV == nil
 	if hooks.KV != nil {
 		r.pool.events = func(stored bool, h uint64) { hooks.KV(KVEvent{Stored: stored, Hash: h}) }
 	}
@@ -144,8 +172,12 @@ func (r *Replica) Down() bool { return r.down }
 // fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
 func (r *Replica) Submit(req *Request) {
 	now := r.k.Now()
-	s := &seq{req: req, arrival: now, hashable: -1,
+	r.nonce++
+	s := &seq{req: req, arrival: now, hashable: -1, nonce: r.nonce, private: r.private,
 		promptLen: len(req.Prompt), outputLen: req.OutputTokens, knownLen: len(req.Prompt) + len(req.Answer)}
+	if r.sem.HashOutput && !s.private {
+		s.knownLen = max(s.knownLen, s.promptLen+s.outputLen) // every generated token has a hash
+	}
 	switch {
 	case r.down:
 		r.end(s, Aborted, now)
@@ -169,26 +201,68 @@ func (r *Replica) kick(now sim.Time) {
 
 func (r *Replica) blocksFor(tokens int) int { return (tokens + r.bs - 1) / r.bs }
 
-// startStep schedules a batch and arranges its end.
-func (r *Replica) startStep(now sim.Time) {
+// kicked starts a step on an idle replica.
+func (r *Replica) kicked(now sim.Time) { r.startStep(now, false) }
+
+// startStep schedules a batch and arranges its end. behind says the step follows another at
+// once: with AsyncScheduling its batch was scheduled when that one started (the batch queue
+// holds two), so it admits only requests that had arrived by then, and its CPU work
+// overlapped that step's GPU work. A step on an idle replica is scheduled at once and pays
+// its CPU time in full, as vLLM's engine does with an empty batch queue.
+func (r *Replica) startStep(now sim.Time, behind bool) {
 	if r.down {
 		r.stepping = false
 		return
 	}
+	r.cutoff = now
+	if behind && r.sem.AsyncScheduling {
+		r.cutoff = r.lastStart
+	}
 	step := r.schedule()
+	if len(r.batch) == 0 && r.lazyN == 0 && r.cutoff < now {
+		// The queue held no batch behind the one that ended: schedule now, as vLLM does.
+		r.cutoff, behind = now, false
+		step = r.schedule()
+	}
 	if len(r.batch) == 0 && r.lazyN == 0 {
 		r.stepping = false
 		return
 	}
-	var d time.Duration
-	if r.cfg.StepTime != nil {
-		d = r.cfg.StepTime(step)
-	} else {
-		d = r.pricer.StepTime(step)
+	d := r.stepTime(step, behind)
+	if r.cfg.Stretch != nil {
+		d = r.cfg.Stretch(d)
 	}
 	d = max(d, time.Nanosecond) // time must advance
-	r.stepDur, r.stepShape = d, step
+	r.stepDur, r.stepShape, r.lastStart = d, step, now
 	r.stepEnd = r.k.Schedule(now+sim.Time(d), r.cfg.Priority, r.endFn)
+}
+
+// stepTime prices a step. With AsyncScheduling, a step that follows another at once takes
+// the longer of its GPU time and its CPU time (per step and per scheduled request), which
+// overlapped the previous step; otherwise their sum.
+func (r *Replica) stepTime(step gpumodel.Step, behind bool) time.Duration {
+	if r.cfg.StepTime != nil {
+		return r.cfg.StepTime(step)
+	}
+	if !behind || r.gpu == nil {
+		return r.pricer.StepTime(step)
+	}
+	cpu := r.cpuStep + time.Duration(step.PrefillChunks+step.DecodeSeqs)*r.cpuReq
+	return max(r.gpu.StepTime(step), cpu)
+}
+
+// splitCPU prepares stepTime's split of a deployment's overheads: the per-step and
+// per-request ones are the engine's CPU work (scheduling, input preparation, output
+// processing); the per-layer one is kernel launches, on the GPU's side.
+func (r *Replica) splitCPU(d gpumodel.Deployment) error {
+	g := d
+	g.Overheads.PerStep, g.Overheads.PerRequest = 0, 0
+	gpu, err := gpumodel.NewPricer(g)
+	if err != nil {
+		return fmt.Errorf("engine: %w", err)
+	}
+	r.gpu, r.cpuStep, r.cpuReq = gpu, d.Overheads.PerStep, d.Overheads.PerRequest
+	return nil
 }
 
 // endStep applies the batch's tokens, then starts the next step at once.
@@ -215,6 +289,7 @@ func (r *Replica) endStep(now sim.Time) {
 			}
 		}
 		if s.generated >= s.outputLen {
+			r.park(s)
 			r.pool.release(s.blocks)
 			s.blocks = s.blocks[:0]
 			s.generated = -s.generated // mark finished until running is compacted
@@ -225,7 +300,7 @@ func (r *Replica) endStep(now sim.Time) {
 	}
 	r.settle(now)
 	r.batch = r.batch[:0]
-	r.startStep(now)
+	r.startStep(now, true)
 }
 
 // settle makes the requests handled one by one this step lazy decoders when they can, then

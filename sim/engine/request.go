@@ -74,15 +74,48 @@ type seq struct {
 	cachedOnce  bool     // CachedTokens has been recorded
 	cached      int
 	preemptions int
-	scheduled   int   // tokens scheduled in the current step
-	reg         int   // leading blocks whose hashes were offered to the cache
-	hashable    int   // full blocks whose tokens are known; -1 until the first unknown token
-	promptLen   int   // len(req.Prompt)
-	outputLen   int   // req.OutputTokens
-	knownLen    int   // len(req.Prompt) + len(req.Answer): the tokens known in advance
-	lazy        bool  // a lazy decoder (lazy.go): computed and generated are as of step t0
-	aborted     bool  // Abort was called while it ran: it ends with the step in flight
-	t0          int64 // the replica's tick when a lazy decoder's counts were last brought up to date
+	scheduled   int    // tokens scheduled in the current step
+	reg         int    // leading blocks whose hashes were offered to the cache
+	hashable    int    // full blocks whose tokens are known; -1 until the first unknown token
+	promptLen   int    // len(req.Prompt)
+	outputLen   int    // req.OutputTokens
+	knownLen    int    // len(req.Prompt) + len(req.Answer): the tokens known in advance
+	lazy        bool   // a lazy decoder (lazy.go): computed and generated are as of step t0
+	aborted     bool   // Abort was called while it ran: it ends with the step in flight
+	t0          int64  // the replica's tick when a lazy decoder's counts were last brought up to date
+	nonce       uint64 // seeds the generated tokens beyond the Answer (Semantics.HashOutput)
+	private     bool   // its blocks past the Answer are not cached yet (catchUp)
+}
+
+// catchUp caches the full blocks of s that hold generated tokens past its Answer, which
+// Semantics.HashOutput caches as they fill, just before s releases its blocks.
+//
+// No other request can hit those blocks (their tokens stand for s's own output), and while s
+// holds them no one can evict them, so when no one hears KV events, caching them as they fill
+// and caching them when s lets them go leave the cache in the same state from then on: the
+// blocks reach the free queue hashed, and s finds them again if it was preempted. Deferring
+// spares a decoding request a step handled on its own each time a block fills.
+func (r *Replica) catchUp(s *seq) {
+	if !s.private {
+		return
+	}
+	s.private, s.hashable = false, -1
+	s.knownLen = max(s.knownLen, s.promptLen+s.outputLen)
+	r.register(s, s.computed/r.bs)
+}
+
+// park stands in for catchUp when s leaves for good: the blocks catchUp would cache can
+// never be hit, by s or any other request, and no one hears their KV events, so all that
+// caching them changes is where they join the free queue; parking keeps that.
+func (r *Replica) park(s *seq) {
+	if !s.private {
+		return
+	}
+	s.private = false
+	full := min(s.computed/r.bs, len(s.blocks))
+	for j := s.reg; j < full; j++ {
+		r.pool.park(s.blocks[j])
+	}
 }
 
 // knownBlocks returns how many full blocks of the sequence have only known tokens.
@@ -130,6 +163,14 @@ func (r *Replica) hashBlocks(s *seq, n int) int {
 			buf := append(r.scratch[:0], prompt[min(lo, len(prompt)):]...)
 			block = append(buf, answer[max(lo-len(prompt), 0):hi-len(prompt)]...)
 			r.scratch = block
+		case r.sem.HashOutput && !s.private && hi <= s.promptLen+s.outputLen:
+			buf := append(r.scratch[:0], prompt[min(lo, len(prompt)):]...)
+			buf = append(buf, answer[min(max(lo-len(prompt), 0), len(answer)):]...)
+			for i := lo + len(buf); i < hi; i++ {
+				buf = append(buf, OutputToken(s.nonce, i))
+			}
+			block = buf
+			r.scratch = buf
 		default:
 			s.hashable = j // generated tokens without an Answer are never known
 			return j

@@ -81,10 +81,13 @@ func (r *Replica) nextExplicit(i int) int {
 }
 
 // scheduleWaiting admits waiting requests, in order, while the budget, max_num_seqs and the
-// free blocks allow.
+// free blocks allow, and (AsyncScheduling) only those that arrived by r.cutoff.
 func (r *Replica) scheduleWaiting(budget int) {
 	for len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
 		s := r.waiting[0]
+		if s.arrival > r.cutoff {
+			break // arrived after this batch was scheduled
+		}
 		n, ok := r.admit(s, budget)
 		if !ok {
 			break
@@ -148,7 +151,11 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	hit := len(r.hits) * r.bs
 	n := min(total-hit, budget)
 	need := r.blocksFor(hit+n) - len(r.hits)
-	if need > r.pool.numFree-freeHits {
+	fit := need
+	if r.sem.ReserveFullPrompt {
+		fit = r.blocksFor(total) - len(r.hits) // the whole sequence must fit, not the chunk
+	}
+	if fit > r.pool.numFree-freeHits {
 		return 0, false
 	}
 	for _, b := range r.hits {
@@ -168,8 +175,10 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 		s.blocks = append(s.blocks, r.pool.popFree())
 	}
 	r.register(s, (hit+n)/r.bs)
-	r.m.PrefixQueries += int64(total)
-	r.m.PrefixHits += int64(hit)
+	if s.preemptions == 0 || !r.sem.SkipPreemptedStats {
+		r.m.PrefixQueries += int64(total)
+		r.m.PrefixHits += int64(hit)
+	}
 	if !s.cachedOnce {
 		s.cachedOnce, s.cached = true, hit
 		r.m.PromptTokens += int64(len(s.req.Prompt))
@@ -186,6 +195,7 @@ func (r *Replica) preempt(v *seq) {
 	r.running[len(r.running)-1] = nil
 	r.running = r.running[:len(r.running)-1]
 	r.due = r.due[:len(r.running)]
+	r.catchUp(v)
 	r.pool.release(v.blocks)
 	v.blocks = v.blocks[:0]
 	v.computed = 0

@@ -1,0 +1,84 @@
+package engine
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Semantics switches each rule in which vLLM V1 releases differ. The zero value is the engine
+// as it was first written (LegacyRelease); docs/simulator.md cites the vLLM code behind
+// each rule.
+type Semantics struct {
+	// ReserveFullPrompt admits a waiting request only when KV blocks for all its tokens fit,
+	// not only its first chunk: SchedulerConfig.scheduler_reserve_full_isl, default True
+	// since vLLM PR #37307 (allocate_slots(..., full_sequence_must_fit=True) in
+	// vllm/v1/core/sched/scheduler.py, Scheduler.schedule).
+	ReserveFullPrompt bool
+	// AsyncScheduling runs vLLM's batch queue of two (EngineCore.step_with_batch_queue in
+	// vllm/v1/engine/core.py, default on in 2026 releases): the batch that runs after the
+	// one in flight is scheduled when that one starts, so a request arriving mid-step waits
+	// about one more step, and the step's CPU work (scheduling, output processing) overlaps
+	// the GPU's instead of adding to it.
+	AsyncScheduling bool
+	// HashOutput hashes and caches full blocks of generated tokens even when the request
+	// carries no Answer (Request.append_output_token_ids extends the block hashes,
+	// vllm/v1/request.py), so a preempted request hits its own output on recompute.
+	HashOutput bool
+	// DuplicateHits keeps every block holding a hash cached and hittable
+	// (BlockHashToBlockMap in vllm/v1/core/block_pool.py), not only the first one.
+	DuplicateHits bool
+	// UnhashedToHead puts freed blocks that carry no hash at the head of the free queue, to
+	// be reused first; hashed ones still go to the tail (BlockPool.free_blocks).
+	UnhashedToHead bool
+	// SkipPreemptedStats leaves the lookups of preempted requests out of
+	// vllm:prefix_cache_queries/hits (PrefixCacheStats.record(..., preempted=True) counts
+	// them apart since vLLM PR #25787).
+	SkipPreemptedStats bool
+	// NullBlock reserves block 0 as vLLM's null block (BlockPool.null_block): one block of
+	// capacity less than num_gpu_blocks.
+	NullBlock bool
+}
+
+// Release is a named vLLM release range and the semantics the engine follows for it.
+type Release struct {
+	Name string
+	Semantics
+}
+
+// The releases the engine models. Newest is the default.
+var (
+	// NewestRelease is vLLM 0.33 (2026-11, the newest on PyPI when written): every rule on.
+	NewestRelease = Release{Name: "v0.33", Semantics: Semantics{
+		ReserveFullPrompt: true, AsyncScheduling: true, HashOutput: true, DuplicateHits: true,
+		UnhashedToHead: true, SkipPreemptedStats: true, NullBlock: true,
+	}}
+	// LegacyRelease is the behaviour the engine modelled before it named a release: V1 as of
+	// vLLM 0.8–0.10 (2025), synchronous scheduling and first-chunk admission, without the
+	// null block and without hashing generated tokens that have no Answer.
+	LegacyRelease = Release{Name: "v0.8-v0.10"}
+)
+
+// Releases lists the modelled releases, newest first.
+func Releases() []Release { return []Release{NewestRelease, LegacyRelease} }
+
+// ParseRelease returns the release named name: "v0.33" (also "0.33", "latest" or empty, the
+// default) or "v0.8-v0.10" (also "0.8-0.10", "legacy").
+func ParseRelease(name string) (Release, error) {
+	n := strings.ToLower(strings.TrimSpace(name))
+	switch n {
+	case "", "latest", "newest":
+		return NewestRelease, nil
+	case "legacy":
+		return LegacyRelease, nil
+	}
+	for _, r := range Releases() {
+		if n == r.Name || "v"+n == r.Name {
+			return r, nil
+		}
+	}
+	names := make([]string, 0, 2)
+	for _, r := range Releases() {
+		names = append(names, r.Name)
+	}
+	return Release{}, fmt.Errorf("unknown vLLM release %q: want one of %s (or latest)", name, strings.Join(names, ", "))
+}
