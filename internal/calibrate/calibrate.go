@@ -31,6 +31,9 @@ type Setup struct {
 	MaxNumBatchedTokens int `json:"max_num_batched_tokens"`
 	// MemoryUtilization overrides gpu_memory_utilization.
 	MemoryUtilization float64 `json:"gpu_memory_utilization"`
+	// VLLM names the vLLM release whose semantics the engine follows (engine.ParseRelease;
+	// empty: the newest). A published run should name the release closest to the one it ran.
+	VLLM string `json:"vllm"`
 	// Prompts is the number of requests (--num-prompts).
 	Prompts int `json:"prompts"`
 	// Rate is the Poisson request rate per second; 0 sends every prompt at once
@@ -175,7 +178,11 @@ func Run(ctx context.Context, s Setup, seed uint64) (Result, error) {
 		prompt += int64(r.PromptTokens)
 		output += int64(r.OutputTokens)
 	}
-	sim, err := cluster.New(cluster.Config{Replicas: []engine.Config{{Deployment: d}}, Model: s.Model},
+	release, err := engine.ParseRelease(s.VLLM)
+	if err != nil {
+		return Result{}, fmt.Errorf("calibrate: %w", err)
+	}
+	sim, err := cluster.New(cluster.Config{Replicas: []engine.Config{{Deployment: d, Release: release}}, Model: s.Model},
 		p, stream, cluster.Sink{Record: record, ITL: agg.AddITL})
 	if err != nil {
 		return Result{}, err
