@@ -1,7 +1,9 @@
 package results
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -69,6 +71,57 @@ func logs(xs []float64) []float64 {
 	out := make([]float64, len(xs))
 	for i, x := range xs {
 		out[i] = math.Log(max(x, 1e-9))
+	}
+	return out
+}
+
+// PairedT returns the interval of the paired differences a[i] − b[i] (on a log scale, and
+// then as a ratio a/b, when ratio is set) and the two-sided p-value of the paired t-test of
+// no difference: 2·(1 − F(|t|)) for t = mean/(s/√n) and F the Student-t CDF with n − 1
+// degrees of freedom. With fewer than two pairs p is 1; with no spread p is 0 for a nonzero
+// difference and 1 otherwise.
+func PairedT(a, b []float64, ratio bool) (Interval, float64) {
+	if ratio {
+		a, b = logs(a), logs(b)
+	}
+	d := make([]float64, min(len(a), len(b)))
+	for i := range d {
+		d[i] = a[i] - b[i]
+	}
+	iv := MeanCI(d)
+	p := 1.0
+	if n := len(d); n >= 2 {
+		_, sd := stat.MeanStdDev(d, nil)
+		switch se := stat.StdErr(sd, float64(n)); {
+		case se > 0:
+			t := math.Abs(iv.Mean) / se
+			p = 2 * (1 - distuv.StudentsT{Mu: 0, Sigma: 1, Nu: float64(n - 1)}.CDF(t))
+		case iv.Mean != 0:
+			p = 0
+		}
+	}
+	if ratio {
+		iv = Interval{Mean: math.Exp(iv.Mean), Lo: math.Exp(iv.Lo), Hi: math.Exp(iv.Hi), N: iv.N}
+	}
+	return iv, p
+}
+
+// Holm returns which of the hypotheses with p-values p are rejected at family-wise error
+// rate alpha by Holm's step-down procedure (Holm 1979, "A simple sequentially rejective
+// multiple test procedure", Scand. J. Statist. 6(2)): sorted ascending, the k-th smallest
+// (0-based) is rejected while p ≤ alpha/(m − k).
+func Holm(p []float64, alpha float64) []bool {
+	idx := make([]int, len(p))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(p[a], p[b]) })
+	out := make([]bool, len(p))
+	for k, i := range idx {
+		if p[i] > alpha/float64(len(p)-k) {
+			break
+		}
+		out[i] = true
 	}
 	return out
 }

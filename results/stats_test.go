@@ -2,6 +2,7 @@ package results
 
 import (
 	"math"
+	"slices"
 	"testing"
 )
 
@@ -66,3 +67,38 @@ func TestPairedRatio(t *testing.T) {
 }
 
 func within(a, b, tol float64) bool { return math.Abs(a-b) <= tol }
+
+func TestPairedTTextbook(t *testing.T) {
+	// R: t.test(extra ~ group, data = sleep, paired = TRUE): p-value = 0.002833.
+	iv, p := PairedT(sleepDrug1, sleepDrug2, false)
+	if !within(iv.Mean, -1.58, 1e-9) || !within(p, 0.002833, 1e-6) {
+		t.Errorf("PairedT(sleep) = %+v, p %v; want mean -1.58, p 0.002833", iv, p)
+	}
+	if _, p := PairedT([]float64{1, 2, 3}, []float64{1, 2, 3}, true); p != 1 {
+		t.Errorf("identical samples: p %v, want 1", p)
+	}
+	if r, p := PairedT([]float64{20, 40}, []float64{10, 20}, true); p > 1e-9 || !within(r.Mean, 2, 1e-12) {
+		t.Errorf("a constant ratio of 2: %+v p %v, want 2 and p ≈ 0", r, p)
+	}
+}
+
+func TestHolm(t *testing.T) {
+	tests := []struct {
+		name string
+		p    []float64
+		want []bool
+	}{
+		// Sorted 0.005 ≤ 0.05/4, 0.01 ≤ 0.05/3, then 0.03 > 0.05/2 stops the procedure.
+		{"step-down", []float64{0.01, 0.04, 0.03, 0.005}, []bool{true, false, false, true}},
+		{"all", []float64{0.001, 0.002}, []bool{true, true}},
+		{"first-fails", []float64{0.03, 0.001 + 0.03}, []bool{false, false}},
+		{"none", nil, []bool{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Holm(tc.p, 0.05); !slices.Equal(got, tc.want) {
+				t.Errorf("Holm(%v) = %v, want %v", tc.p, got, tc.want)
+			}
+		})
+	}
+}
