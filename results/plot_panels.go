@@ -48,8 +48,11 @@ func overviewPNG(g *groupPlan) ([]byte, error) {
 	for _, om := range overviewMetrics {
 		m := metric(om.key)
 		ylabel := m.title
-		if om.log {
+		switch {
+		case om.log:
 			ylabel += " (ms, log scale)"
+		case m.key == "throughput_rps":
+			ylabel += " (completed req/s)"
 		}
 		p := newPlot(m.title+" against load", "request rate (req/s)", ylabel)
 		top, lines := 0.0, 0
@@ -67,7 +70,7 @@ func overviewPNG(g *groupPlan) ([]byte, error) {
 			lines++
 		}
 		if om.log && lines > 0 {
-			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 		} else if !om.log {
 			p.Y.Min, p.Y.Max = 0, max(top*1.05, 1e-9)
 		}
@@ -144,7 +147,7 @@ func cdfPNG(g *groupPlan) ([]byte, error) {
 			}
 		}
 		if lines > 0 { // a log axis with no data has no range
-			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+			p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, logTicks{}
 			drawn = true
 		}
 		panels = append(panels, p)
@@ -153,4 +156,23 @@ func cdfPNG(g *groupPlan) ([]byte, error) {
 		return nil, nil
 	}
 	return panelGrid(panels, min(len(panels), 3), policyLegend(g, best, worst))
+}
+
+// logTicks labels the powers of ten of a log axis, or, when its range holds fewer than two,
+// evenly spaced values as plot.DefaultTicks places them.
+type logTicks struct{}
+
+// Ticks returns the axis' ticks between min and max.
+func (logTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.LogTicks{Prec: -1}.Ticks(min, max)
+	labels := 0
+	for _, t := range ticks {
+		if t.Label != "" {
+			labels++
+		}
+	}
+	if labels >= 2 {
+		return ticks
+	}
+	return plot.DefaultTicks{}.Ticks(min, max)
 }
