@@ -18,8 +18,8 @@ type groupPlan struct {
 
 // level is the runs of a group at one load level, in input order.
 type level struct {
-	key  string
-	rate float64
+	key   string
+	rate  float64
 	runs  []*Run
 	cells []*cell // the runs by policy variant, over replications
 }
