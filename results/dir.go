@@ -9,8 +9,9 @@ import (
 )
 
 // WriteDir writes a results directory for runs: summary.json, series.json, summary.csv,
-// report.md, report.html (the same, self-contained), the PNG figures under PlotDir, and
-// config.yaml holding cfgYAML (skipped when cfgYAML is nil). requests.csv is streamed separately (NewRequestsCSV). Run names must be
+// report.md, report.html (the same, self-contained), the PNG figures under PlotDir (the
+// first also as HeadlinePlotFile), and config.yaml holding cfgYAML (skipped when cfgYAML
+// is nil). requests.csv is streamed separately (NewRequestsCSV). Run names must be
 // present and unique. The same runs and configuration give byte-identical files; files from
 // an earlier write that this one does not produce are left in place.
 func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
@@ -56,6 +57,11 @@ func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
 	}
 	for _, f := range figs {
 		if err := writeFile(dir, f.path, f.png); err != nil {
+			return err
+		}
+	}
+	if len(figs) > 0 { // the headline figure beside summary.json, where scripts look for one
+		if err := writeFile(dir, HeadlinePlotFile, figs[0].png); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,9 @@ const (
 	RequestsFile    = "requests.csv" // one row per request, streamed by the caller (RequestsCSV)
 	ConfigFile      = "config.yaml"  // the resolved configuration, as the caller gives it
 	ReportFile      = "report.md"    // tables, verdict and plots
+	// HeadlinePlotFile is a copy of the report's first figure (the first group's metrics
+	// against load, or its TTFT CDFs with one load level) beside summary.json.
+	HeadlinePlotFile = "summary.png"
 )
 
 type summaryFile struct {
