@@ -20,7 +20,7 @@ func writeAnswer(b *strings.Builder, plan []groupPlan) {
 			fmt.Fprintf(b, "**%s**: no run completed a request.\n\n", g.name)
 			continue
 		}
-		fmt.Fprintf(b, "**%s** at its highest load, %s req/s, by p99 TTFT over %s:\n\n", g.name, top.key, plural(reps(top), "replication"))
+		fmt.Fprintf(b, "**%s** at its highest load (arrival rate %s/s), by p99 TTFT over %s:\n\n", g.name, top.key, plural(reps(top), "replication"))
 		writeChoice(b, j)
 		if len(g.levels) > 1 {
 			b.WriteString("- At lower loads, by p99 TTFT: ")
@@ -82,7 +82,40 @@ func writeChoice(b *strings.Builder, j judgement) {
 		for _, a := range avoid {
 			fmt.Fprintf(b, "  - %s.\n", a)
 		}
+		var bad []*cell
+		for _, o := range j.others {
+			if o.worse && o.iv.Mean >= AvoidRatio {
+				bad = append(bad, o.c)
+			}
+		}
+		fmt.Fprintf(b, "- Why, in means per run: the best (%d) have a hit rate of %s and %s preemptions; those to avoid, "+
+			"a hit rate of %s and %s preemptions.\n", len(j.tied()), span(j.tied(), "hit_rate"), span(j.tied(), "preemptions"),
+			span(bad, "hit_rate"), span(bad, "preemptions"))
 	}
+}
+
+// span formats the range of the cells' means of a metric: "0.80–0.85", or one value.
+func span(cells []*cell, key string) string {
+	m := metric(key)
+	lo, hi, n := 0.0, 0.0, 0
+	for _, c := range cells {
+		if iv, ok := c.interval(m); ok {
+			if n == 0 || iv.Mean < lo {
+				lo = iv.Mean
+			}
+			if n == 0 || iv.Mean > hi {
+				hi = iv.Mean
+			}
+			n++
+		}
+	}
+	switch {
+	case n == 0:
+		return "—"
+	case m.unit(lo) == m.unit(hi):
+		return m.unit(lo)
+	}
+	return m.unit(lo) + "–" + m.unit(hi)
 }
 
 // levelSummary says in a few words who leads at a level.
