@@ -2,6 +2,7 @@ package results
 
 import (
 	"fmt"
+	"math"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -155,7 +156,7 @@ func cdfPNG(g *groupPlan) ([]byte, error) {
 	if !drawn {
 		return nil, nil
 	}
-	return panelGrid(panels, min(len(panels), 3), policyLegend(g, best, worst))
+	return panelGrid(panels, gridCols(len(panels)), policyLegend(g, best, worst))
 }
 
 // logTicks labels the powers of ten of a log axis, or, when its range holds fewer than two,
@@ -176,3 +177,6 @@ func (logTicks) Ticks(min, max float64) []plot.Tick {
 	}
 	return plot.DefaultTicks{}.Ticks(min, max)
 }
+
+// gridCols is the number of columns of a near-square grid of n panels.
+func gridCols(n int) int { return max(1, int(math.Ceil(math.Sqrt(float64(n))))) }

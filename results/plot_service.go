@@ -68,7 +68,7 @@ func servicePNG(g *groupPlan) ([]byte, error) {
 		l.LineStyle = lineStyle(i, false)
 		leg.Add(name, l)
 	}
-	return panelGrid(panels, min(len(panels), 4), leg)
+	return panelGrid(panels, gridCols(len(panels)), leg)
 }
 
 // tenantName labels a tenant's line, or the line of several summed tenants.
