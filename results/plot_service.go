@@ -59,6 +59,7 @@ func servicePNG(g *groupPlan) ([]byte, error) {
 	if len(panels) == 0 {
 		return nil, nil
 	}
+	shareAxes(panels)
 	leg := plot.NewLegend()
 	for i, name := range names {
 		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
@@ -115,4 +116,15 @@ func tokenRate(s *Series, tenants []string, n int) plotter.XYs {
 		xys[i] = plotter.XY{X: (float64(i) + 0.5) * s.BucketS, Y: float64(tok) / s.BucketS}
 	}
 	return xys
+}
+
+// shareAxes gives every panel the union of their axis ranges, so they compare at a glance.
+func shareAxes(panels []*plot.Plot) {
+	x, y := panels[0].X.Max, panels[0].Y.Max
+	for _, p := range panels {
+		x, y = max(x, p.X.Max), max(y, p.Y.Max)
+	}
+	for _, p := range panels {
+		p.X.Max, p.Y.Max = x, y
+	}
 }
