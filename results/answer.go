@@ -23,11 +23,11 @@ func writeAnswer(b *strings.Builder, plan []groupPlan) {
 		fmt.Fprintf(b, "**%s** at its highest load (arrival rate %s/s), by p99 TTFT over %s:\n\n", g.name, top.key, plural(reps(top), "replication"))
 		writeChoice(b, j)
 		if len(g.levels) > 1 {
-			b.WriteString("- At lower loads, by p99 TTFT: ")
+			b.WriteString("- At lower arrival rates, by p99 TTFT: ")
 			var parts []string
 			for _, l := range g.levels[:len(g.levels)-1] {
 				if lj, ok := judge(l.cells, m); ok {
-					parts = append(parts, l.key+" req/s "+levelSummary(lj))
+					parts = append(parts, l.key+"/s: "+levelSummary(lj))
 				}
 			}
 			b.WriteString(strings.Join(parts, "; ") + ".\n")
