@@ -157,13 +157,14 @@ func completed(runs []results.Run) []results.Run {
 // resolvedConfig is config.yaml: every point with its defaults filled in and its seeds.
 func resolvedConfig(points []Point) ([]byte, error) {
 	type resolved struct {
-		Point        string `yaml:"point"`
-		WorkloadSeed uint64 `yaml:"workload_seed"`
-		RouterSeed   uint64 `yaml:"router_seed"`
+		Point        string           `yaml:"point"`
+		WorkloadSeed uint64           `yaml:"workload_seed"`
+		RouterSeed   uint64           `yaml:"router_seed"`
+		File         sweep.File       `yaml:",inline"`
+		Resolved     workloads.Config `yaml:"resolved_workload"`
+
 		// RepSeeds are the workload and router seeds of replications 2..N.
-		RepSeeds [][2]uint64      `yaml:"replication_seeds,omitempty"`
-		File     sweep.File       `yaml:",inline"`
-		Resolved workloads.Config `yaml:"resolved_workload"`
+		RepSeeds [][2]uint64 `yaml:"replication_seeds,omitempty"`
 	}
 	var doc []resolved
 	for _, p := range points {

@@ -21,20 +21,21 @@ type File struct {
 	Seed uint64 `yaml:"seed"`
 	// Catalog is an optional YAML or JSON file of extra GPUs and models (gpumodel's catalog
 	// format), relative to the working directory; fleet.gpu and fleet.model may name them.
-	Catalog string `yaml:"catalog,omitempty"`
+	Catalog  string                   `yaml:"catalog,omitempty"`
+	Requests int                      `yaml:"requests,omitempty"`
+	Duration time.Duration            `yaml:"duration,omitempty"`
+	Fleet    FleetConfig              `yaml:"fleet"`
+	Workload workloads.WorkloadConfig `yaml:"workload"`
+	Arrival  workloads.ArrivalConfig  `yaml:"arrival"`
+	Router   RouterConfig             `yaml:"router"`
+	Failures []FailureConfig          `yaml:"failures,omitempty"`
+	Policies []PolicySpec             `yaml:"policies"`
+	SLO      SLOConfig                `yaml:"slo,omitempty"`
+
 	// Replications is how many workload seeds every point runs (0 or 1: one, the file's
 	// seed). Replication k of a point uses the same requests for every policy, so policies
 	// are compared by paired differences across replications.
-	Replications int                      `yaml:"replications,omitempty"`
-	Requests     int                      `yaml:"requests,omitempty"`
-	Duration     time.Duration            `yaml:"duration,omitempty"`
-	Fleet        FleetConfig              `yaml:"fleet"`
-	Workload     workloads.WorkloadConfig `yaml:"workload"`
-	Arrival      workloads.ArrivalConfig  `yaml:"arrival"`
-	Router       RouterConfig             `yaml:"router"`
-	Failures     []FailureConfig          `yaml:"failures,omitempty"`
-	Policies     []PolicySpec             `yaml:"policies"`
-	SLO          SLOConfig                `yaml:"slo,omitempty"`
+	Replications int `yaml:"replications,omitempty"`
 }
 
 // FleetConfig is the simulated fleet.
