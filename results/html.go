@@ -17,7 +17,7 @@ const HTMLReportFile = "report.html"
 // htmlStyle keeps wide tables readable and figures within the page.
 const htmlStyle = `body{font-family:system-ui,sans-serif;max-width:1400px;margin:2em auto;padding:0 1em;line-height:1.45;color:#222}
 table{border-collapse:collapse;font-size:.85em;margin:1em 0;display:block;overflow-x:auto}
-th,td{border:1px solid #ccc;padding:.25em .5em;white-space:nowrap}th{background:#f3f3f3}
+th,td{border:1px solid #ccc;padding:.25em .5em;vertical-align:top}th{background:#f3f3f3;white-space:nowrap}
 img{max-width:100%;height:auto}code{font-size:.85em;white-space:pre-wrap}
 h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}`
 

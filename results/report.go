@@ -36,7 +36,7 @@ const reportIntro = "Latencies are in milliseconds, as `vllm bench serve` define
 func buildReport(runs []Run, plan []groupPlan, figs []figure) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString("# kvroute results\n\n")
-	fmt.Fprintf(&b, "%d runs in %d scenario groups.\n\n", len(runs), len(plan))
+	fmt.Fprintf(&b, "%s in %s.\n\n", plural(len(runs), "run"), plural(len(plan), "scenario group"))
 	writeAnswer(&b, plan)
 	writeFlags(&b, plan)
 	writeVerdict(&b, plan, verdictMetrics(runs))
