@@ -17,6 +17,8 @@ type CollectorOpts struct {
 	RequestRate float64
 	// SLO, when set, adds goodput to the metrics.
 	SLO SLO
+	// Replication is copied into the Run: its 1-based replication number, 0 without any.
+	Replication int
 	// BucketWidth is the initial width of the service buckets (default 1 s); it doubles
 	// whenever the run outgrows MaxBuckets buckets (default 120).
 	BucketWidth time.Duration
@@ -75,6 +77,7 @@ func (c *Collector) Run() Run {
 	run := Run{
 		Name: o.Name, Policy: o.Policy, Group: o.Group, Labels: slices.Clone(o.Labels),
 		Scenario: maps.Clone(o.Scenario), Metrics: c.agg.Metrics(), RequestRate: o.RequestRate,
+		Replication: o.Replication,
 	}
 	if run.RequestRate == 0 && c.arrivals > 1 && c.lastA > c.firstArr {
 		run.RequestRate = float64(c.arrivals-1) / (c.lastA - c.firstArr).Seconds()

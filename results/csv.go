@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,19 +24,32 @@ var summaryColumns = []string{
 	"reasons", "scenario",
 }
 
+// summaryCIColumns follow summaryColumns: the run's replication number, then for each of
+// cellMetrics the mean and 95% interval over the replications of the run's policy at its
+// group and load (the same on every replication's row).
+func summaryCIColumns() []string {
+	cols := []string{"replication", "replications"}
+	for _, m := range cellMetrics {
+		cols = append(cols, m.key+"_rep_mean", m.key+"_ci_lo", m.key+"_ci_hi")
+	}
+	return cols
+}
+
 // WriteSummaryCSV writes one row per run under a fixed header: the flattened metrics, then
 // the decision-branch counts and the scenario as compact JSON objects. Goodput cells are
 // empty when the run had no SLO.
 func WriteSummaryCSV(w io.Writer, runs []Run) error {
 	cw := csv.NewWriter(w)
-	if err := cw.Write(summaryColumns); err != nil {
+	if err := cw.Write(append(slices.Clone(summaryColumns), summaryCIColumns()...)); err != nil {
 		return fmt.Errorf("results: summary.csv: %w", err)
 	}
+	cells := cellByRun(planRuns(runs))
 	for i := range runs {
 		row, err := summaryRow(&runs[i])
 		if err != nil {
 			return err
 		}
+		row = append(row, ciCells(&runs[i], cells[&runs[i]])...)
 		if err := cw.Write(row); err != nil {
 			return fmt.Errorf("results: summary.csv: %w", err)
 		}
@@ -72,6 +86,36 @@ func summaryRow(r *Run) ([]string, error) {
 		}
 	}
 	return append(row, string(reasons), string(scen)), nil
+}
+
+// cellByRun maps every run of the plan to its cell.
+func cellByRun(plan []groupPlan) map[*Run]*cell {
+	out := map[*Run]*cell{}
+	for gi := range plan {
+		for _, l := range plan[gi].levels {
+			for _, c := range l.cells {
+				for _, r := range c.runs {
+					out[r] = c
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ciCells are a run's summaryCIColumns; an interval's cells are empty when its policy lacks
+// the metric.
+func ciCells(r *Run, c *cell) []string {
+	row := []string{strconv.Itoa(r.Replication), strconv.Itoa(len(c.runs))}
+	for _, m := range cellMetrics {
+		iv, ok := c.interval(m)
+		if !ok {
+			row = append(row, "", "", "")
+			continue
+		}
+		row = append(row, ff(iv.Mean), ff(iv.Lo), ff(iv.Hi))
+	}
+	return row
 }
 
 // ff formats a float in its shortest exact form.

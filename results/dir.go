@@ -9,8 +9,9 @@ import (
 )
 
 // WriteDir writes a results directory for runs: summary.json, series.json, summary.csv,
-// report.md, the PNG plots beside them, and config.yaml holding cfgYAML (skipped when
-// cfgYAML is nil). requests.csv is streamed separately (NewRequestsCSV). Run names must be
+// report.md, report.html (the same, self-contained), the PNG figures under PlotDir (the
+// first also as HeadlinePlotFile), and config.yaml holding cfgYAML (skipped when cfgYAML
+// is nil). requests.csv is streamed separately (NewRequestsCSV). Run names must be
 // present and unique. The same runs and configuration give byte-identical files; files from
 // an earlier write that this one does not produce are left in place.
 func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
@@ -26,11 +27,16 @@ func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
 	if err != nil {
 		return err
 	}
+	page, err := buildHTML(report, figs)
+	if err != nil {
+		return err
+	}
 	files := []dirFile{
 		{SummaryJSONFile, func(w io.Writer) error { return WriteSummaryJSON(w, runs) }},
 		{SeriesFile, func(w io.Writer) error { return writeSeriesJSON(w, runs) }},
 		{SummaryCSVFile, func(w io.Writer) error { return WriteSummaryCSV(w, runs) }},
 		{ReportFile, func(w io.Writer) error { _, err := w.Write(report); return err }},
+		{HTMLReportFile, func(w io.Writer) error { _, err := w.Write(page); return err }},
 	}
 	if cfgYAML != nil {
 		files = append(files, dirFile{ConfigFile, func(w io.Writer) error { _, err := w.Write(cfgYAML); return err }})
@@ -44,8 +50,18 @@ func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
 			return err
 		}
 	}
+	if len(figs) > 0 {
+		if err := os.MkdirAll(filepath.Join(dir, PlotDir), 0o755); err != nil {
+			return fmt.Errorf("results: %w", err)
+		}
+	}
 	for _, f := range figs {
 		if err := writeFile(dir, f.path, f.png); err != nil {
+			return err
+		}
+	}
+	if len(figs) > 0 { // the headline figure beside summary.json, where scripts look for one
+		if err := writeFile(dir, HeadlinePlotFile, figs[0].png); err != nil {
 			return err
 		}
 	}

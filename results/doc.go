@@ -14,9 +14,18 @@
 // summary.json holds both ("stages", "stage_mean"), report.md a Stages table, and
 // WriteStageTable prints it.
 //
-// WriteDir writes summary.json, series.json, summary.csv, report.md (tables, a "which policy
-// wins" verdict per load level, and PNG plots beside it) and config.yaml; RequestsCSV
-// streams requests.csv as requests complete; WriteTable prints a terminal table; ReadSummary
-// loads a directory back, so simulated and live runs can be compared. The same runs give
-// byte-identical files, PNGs included.
+// Runs of one group, load level and policy that differ only in Run.Replication are one
+// policy's samples over workload seeds; runs of one replication saw the same requests. Each
+// metric is reported as a mean with its 95% Student-t interval (MeanCI), and policies are
+// compared by paired t-tests over replications (PairedT; latencies as log ratios), corrected
+// for the number of policies compared (Holm). The verdict names a winner only when every
+// other policy is significantly worse, and otherwise lists the tied policies.
+//
+// WriteDir writes summary.json (runs, and each policy's intervals), series.json,
+// summary.csv, report.md and report.html (the answer first, then warnings, the verdict,
+// small-multiples figures under plots/ and tables; the HTML embeds the figures) and
+// config.yaml; RequestsCSV streams requests.csv as requests complete; WriteTable prints a
+// terminal table; ReadSummary loads a directory back, so simulated and live runs can be
+// compared. The same runs give byte-identical files, PNGs included. docs/results.md explains
+// how to read a report.
 package results

@@ -40,3 +40,13 @@ func ExampleCollector() {
 	// │ demo/prefix-hash │ prefix-hash │    2 │  2/2 │  1.00 │      56.0 │    120.2 │    300.0 │    20.00 │   20.00 │  1500.0 │ 0.250 │ 1.000 │       0 │ 0.50/s 50% │
 	// └──────────────────┴─────────────┴──────┴──────┴───────┴───────────┴──────────┴──────────┴──────────┴─────────┴─────────┴───────┴───────┴─────────┴────────────┘
 }
+
+// Two policies ran on the same five workload seeds; the second's p99 TTFT is compared with
+// the first's by the paired t-test on log ratios.
+func ExamplePairedT() {
+	best := []float64{410, 520, 380, 450, 470}
+	other := []float64{1290, 1500, 1100, 1400, 1350}
+	ratio, p := results.PairedT(other, best, true)
+	fmt.Printf("%.2f× [%.2f, %.2f], p = %.1g, significant: %v\n", ratio.Mean, ratio.Lo, ratio.Hi, p, ratio.Excludes(1))
+	// Output: 2.98× [2.82, 3.15], p = 7e-07, significant: true
+}

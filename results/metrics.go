@@ -33,6 +33,9 @@ type Metrics struct {
 	Retries          int            `json:"retries"`
 	PrefixSplitRate  float64        `json:"prefix_split_rate"`
 	Reasons          map[string]int `json:"reasons,omitempty"`
+	// Endpoints counts the requests (completed or not) that ended on each endpoint: how the
+	// router spread the load.
+	Endpoints map[string]int `json:"endpoints,omitempty"`
 	// Goodput is set when the aggregator was given an SLO (SetSLO).
 	Goodput *Goodput `json:"goodput,omitempty"`
 }
@@ -48,13 +51,15 @@ type Aggregator struct {
 	tenantService                              map[string]float64
 	groupEndpoints                             map[string]map[string]int
 	reasons                                    map[string]int
+	endpoints                                  map[string]int
 	slo                                        SLO
 	good                                       int
 }
 
 // NewAggregator returns an empty aggregator.
 func NewAggregator() *Aggregator {
-	return &Aggregator{tenantService: map[string]float64{}, groupEndpoints: map[string]map[string]int{}, reasons: map[string]int{}}
+	return &Aggregator{tenantService: map[string]float64{}, groupEndpoints: map[string]map[string]int{}, reasons: map[string]int{},
+		endpoints: map[string]int{}}
 }
 
 // SetSLO makes Metrics report goodput against s; call it before the first Add.
@@ -78,6 +83,9 @@ func (a *Aggregator) Add(r *Record) {
 	a.retries += r.Retries
 	if r.Reason != "" {
 		a.reasons[r.Reason]++
+	}
+	if r.Endpoint != "" {
+		a.endpoints[r.Endpoint]++
 	}
 	if r.Status != StatusCompleted {
 		a.failed++
@@ -120,6 +128,9 @@ func (a *Aggregator) Metrics() Metrics {
 	}
 	if len(a.reasons) > 0 {
 		m.Reasons = maps.Clone(a.reasons)
+	}
+	if len(a.endpoints) > 0 {
+		m.Endpoints = maps.Clone(a.endpoints)
 	}
 	if d := (a.last - a.first).Seconds(); d > 0 {
 		m.DurationS = d

@@ -13,14 +13,15 @@ type groupPlan struct {
 	slug     string
 	runs     []*Run
 	levels   []level
-	policies []string // sorted; a policy's index picks its colour in every plot of the group
+	policies []string // variants, sorted; a variant's index picks its style in every plot of the group
 }
 
 // level is the runs of a group at one load level, in input order.
 type level struct {
-	key  string
-	rate float64
-	runs []*Run
+	key   string
+	rate  float64
+	runs  []*Run
+	cells []*cell // the runs by policy variant, over replications
 }
 
 // planRuns groups runs by scenario group (sorted by name) and load level (ascending rate).
@@ -45,8 +46,8 @@ func planRuns(runs []Run) []groupPlan {
 		g.slug = slugs.unique(n)
 		g.levels = levelsOf(g.runs)
 		for _, r := range g.runs {
-			if !slices.Contains(g.policies, r.Policy) {
-				g.policies = append(g.policies, r.Policy)
+			if v := variantOf(r); !slices.Contains(g.policies, v) {
+				g.policies = append(g.policies, v)
 			}
 		}
 		slices.Sort(g.policies)
@@ -66,6 +67,9 @@ func levelsOf(runs []*Run) []level {
 		}
 		out[i].runs = append(out[i].runs, r)
 	}
+	for i := range out {
+		out[i].cells = cellsOf(out[i].runs)
+	}
 	slices.SortStableFunc(out, func(a, b level) int {
 		switch {
 		case a.rate < b.rate:
@@ -78,11 +82,14 @@ func levelsOf(runs []*Run) []level {
 	return out
 }
 
-// policyIndex returns the colour index of policy in g.
-func (g *groupPlan) policyIndex(policy string) int {
-	i, _ := slices.BinarySearch(g.policies, policy)
+// policyIndex returns the style index of a policy variant in g.
+func (g *groupPlan) policyIndex(variant string) int {
+	i, _ := slices.BinarySearch(g.policies, variant)
 	return i
 }
+
+// top returns the group's highest load level.
+func (g *groupPlan) top() level { return g.levels[len(g.levels)-1] }
 
 // label names r among runs: its policy, or its name when another run there shares the policy.
 func label(r *Run, runs []*Run) string {

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"image/color"
 	"slices"
@@ -14,98 +15,184 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 )
 
+// PlotDir is the folder of a results directory that holds the report's figures.
+const PlotDir = "plots"
+
 // figure is one rendered plot and where report.md places it.
 type figure struct {
-	path    string // relative to the results directory, under PlotDir
+	path    string // relative to the results directory
 	caption string
 	group   string // the group's name
-	level   string // load key; "" for group-wide and per-run figures
-	kind    string // "cdf", "ttft", "hit", "throughput", "reasons", "service"
+	kind    string // "overview", "cdf", "service"
 	png     []byte
 }
 
-// Plot sizes: the plot area plus a legend column beside it.
+// Plot sizes: one plot area plus a legend column beside it, and the panels of a figure.
 const (
 	plotW   = 8 * vg.Inch
 	plotH   = 4 * vg.Inch
 	legendW = 2 * vg.Inch
+	panelW  = 4.2 * vg.Inch
+	panelH  = 3 * vg.Inch
 )
 
-// palette holds twelve colours that stay distinguishable side by side (Tableau 10 plus two);
-// policy i gets palette[i%12], and from the 13th policy on a dash pattern as well.
+// palette is Tableau 10: ten colours that stay distinguishable side by side. Style i gets
+// colour i mod 10 and dash pattern i / 10 (solid, then dashed), so the first twenty
+// policies differ in colour or line style, and glyph i mod 5 on top.
 var palette = []color.RGBA{
 	{31, 119, 180, 255}, {255, 127, 14, 255}, {44, 160, 44, 255}, {214, 39, 40, 255},
 	{148, 103, 189, 255}, {140, 86, 75, 255}, {227, 119, 194, 255}, {127, 127, 127, 255},
-	{188, 189, 34, 255}, {23, 190, 207, 255}, {0, 0, 0, 255}, {255, 215, 0, 255},
+	{188, 189, 34, 255}, {23, 190, 207, 255},
 }
+
+var glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}, draw.CrossGlyph{}}
 
 func policyColor(i int) color.Color { return palette[i%len(palette)] }
 
-// buildFigures renders every plot of the plan in a fixed order.
+// lineStyle is policy style i, drawn wider when it is highlighted.
+func lineStyle(i int, wide bool) draw.LineStyle {
+	w := vg.Points(1.3)
+	if wide {
+		w = vg.Points(3)
+	}
+	return draw.LineStyle{Color: policyColor(i), Width: w, Dashes: plotutil.Dashes(i / len(palette))}
+}
+
+// buildFigures renders every figure of the plan in a fixed order: per group, the metrics
+// against load, the TTFT distributions per load, and per-tenant service at the highest load.
 func buildFigures(plan []groupPlan) ([]figure, error) {
 	var figs []figure
-	runSlugs := newSlugger()
 	for gi := range plan {
 		g := &plan[gi]
-		fs, err := groupFigures(g)
-		if err != nil {
-			return nil, err
-		}
-		figs = append(figs, fs...)
-		for _, r := range g.runs {
-			if len(r.Series.Tenants()) < 2 || r.Series.Buckets() == 0 {
-				continue
-			}
-			b, err := servicePNG(r)
+		for _, f := range []struct {
+			kind, name, caption string
+			draw                func(*groupPlan) ([]byte, error)
+		}{
+			{"overview", "overview", "p99 and p50 TTFT, hit rate and throughput against load (mean and 95% interval over replications)", overviewPNG},
+			{"cdf", "ttft-cdf", "TTFT distribution at each load (first replication)", cdfPNG},
+			{"service", "service", "Per-tenant service over time at the highest load (first replication)", servicePNG},
+		} {
+			b, err := f.draw(g)
 			if err != nil {
-				return nil, fmt.Errorf("results: service plot of run %q: %w", r.Name, err)
+				return nil, fmt.Errorf("results: %s figure of group %q: %w", f.kind, g.name, err)
 			}
-			figs = append(figs, figure{path: "service-" + runSlugs.unique(r.Name) + ".png",
-				caption: "Per-tenant service over time, " + r.Name, group: g.name, kind: "service", png: b})
+			if b != nil {
+				figs = append(figs, figure{path: PlotDir + "/" + f.name + "-" + g.slug + ".png",
+					caption: g.name + ": " + f.caption, group: g.name, kind: f.kind, png: b})
+			}
 		}
 	}
 	return figs, nil
 }
 
-// groupFigures renders a group's CDF and reason plots per load level and its against-load plots.
-func groupFigures(g *groupPlan) ([]figure, error) {
-	var figs []figure
-	add := func(kind, lvl, name, caption string, p *plot.Plot, h vg.Length) error {
-		if p == nil {
-			return nil
+// ranked returns the group's policy variants with the best and worst (by mean p99 TTFT at
+// the highest load) last, so they are drawn on top, and which those two are.
+func ranked(g *groupPlan) (order []string, best, worst string) {
+	order = slices.Clone(g.policies)
+	if j, ok := judge(g.top().cells, metric("ttft_ms_p99")); ok {
+		best = j.best.variant
+		if len(j.others) > 0 {
+			worst = j.others[len(j.others)-1].c.variant
 		}
-		b, err := plotPNG(p, h, kind != "reasons")
+	}
+	rank := func(v string) int {
+		switch v {
+		case best:
+			return 2
+		case worst:
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(order, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
+	return order, best, worst
+}
+
+// legendName marks the best and worst policies in a legend.
+func legendName(v, best, worst string) string {
+	switch v {
+	case best:
+		return v + " (best p99)"
+	case worst:
+		return v + " (worst p99)"
+	}
+	return v
+}
+
+// panelGrid renders panels in rows of cols with one legend column on the right. Nil
+// panels leave their tile empty.
+func panelGrid(panels []*plot.Plot, cols int, leg plot.Legend) ([]byte, error) {
+	rows := (len(panels) + cols - 1) / cols
+	w, h := panelW*vg.Length(cols)+legendW, panelH*vg.Length(rows)
+	img := vgimg.New(w, h)
+	dc := draw.New(img)
+	grid := make([][]*plot.Plot, rows)
+	for r := range grid {
+		grid[r] = make([]*plot.Plot, cols)
+		for c := range cols {
+			if i := r*cols + c; i < len(panels) {
+				grid[r][c] = panels[i]
+			}
+		}
+	}
+	tiles := draw.Tiles{Rows: rows, Cols: cols, PadX: vg.Millimeter * 3, PadY: vg.Millimeter * 3,
+		PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 2}
+	area := draw.Crop(dc, 0, -legendW, 0, 0)
+	canvases := plot.Align(grid, tiles, area)
+	for r := range grid {
+		for c, p := range grid[r] {
+			if p != nil {
+				p.Draw(canvases[r][c])
+			}
+		}
+	}
+	leg.Top, leg.Left = true, true
+	leg.Draw(draw.Crop(dc, w-legendW+vg.Points(6), 0, 0, -vg.Points(8)))
+	var buf bytes.Buffer
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// newPlot returns a plot with a title, axis labels and the legend at the top left.
+func newPlot(title, x, y string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = x
+	p.Y.Label.Text = y
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Add(plotter.NewGrid())
+	return p
+}
+
+// addLine adds a line with points in colour i and dash pattern dash (compare.go's plots).
+func addLine(p *plot.Plot, name string, xys plotter.XYs, i, dash int, points bool) error {
+	l, err := plotter.NewLine(xys)
+	if err != nil {
+		return err
+	}
+	l.Color = policyColor(i)
+	l.Dashes = plotutil.Dashes(dash + i/len(palette))
+	l.Width = vg.Points(1.5)
+	p.Add(l)
+	if points {
+		s, err := plotter.NewScatter(xys)
 		if err != nil {
-			return fmt.Errorf("results: %s plot of group %q: %w", kind, g.name, err)
+			return err
 		}
-		figs = append(figs, figure{path: name + ".png", caption: caption, group: g.name, level: lvl, kind: kind, png: b})
-		return nil
+		s.Color = l.Color
+		s.Shape = draw.CircleGlyph{}
+		p.Add(s)
 	}
-	for _, l := range g.levels {
-		suffix := g.slug + "-" + rateSlug(l.key)
-		at := fmt.Sprintf("%s at %s req/s", g.name, l.key)
-		if err := add("cdf", l.key, "ttft-cdf-"+suffix, "TTFT CDF, "+at, cdfPlot(g, l), plotH); err != nil {
-			return nil, err
-		}
-		rp, rh := reasonsPlot(g, l)
-		if err := add("reasons", l.key, "reasons-"+suffix, "Routing decisions, "+at, rp, rh); err != nil {
-			return nil, err
-		}
-	}
-	if len(g.levels) < 2 {
-		return figs, nil
-	}
-	for _, s := range againstLoad {
-		if err := add(s.kind, "", s.kind+"-vs-rate-"+g.slug, s.title+", "+g.name, vsRatePlot(g, s), plotH); err != nil {
-			return nil, err
-		}
-	}
-	return figs, nil
+	p.Legend.Add(name, l)
+	return nil
 }
 
 // plotPNG renders p as a PNG, with its legend (when legend is set) in a column to the right
-// of the plot area, so that no line is hidden behind it. gonum/plot's rasteriser and image/png are deterministic:
-// the same plot gives the same bytes.
+// of the plot area, so that no line is hidden behind it. gonum/plot's rasteriser and
+// image/png are deterministic: the same plot gives the same bytes.
 func plotPNG(p *plot.Plot, h vg.Length, legend bool) ([]byte, error) {
 	img := vgimg.PngCanvas{Canvas: vgimg.New(plotW, h)}
 	dc := draw.New(img)
@@ -129,185 +216,11 @@ func plotPNG(p *plot.Plot, h vg.Length, legend bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// newPlot returns a plot with a title, axis labels and the legend at the top left.
-func newPlot(title, x, y string) *plot.Plot {
-	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = x
-	p.Y.Label.Text = y
-	p.Legend.Top = true
-	p.Legend.Left = true
-	p.Add(plotter.NewGrid())
-	return p
-}
-
-// addLine adds a line with points in colour i and dash pattern dash.
-func addLine(p *plot.Plot, name string, xys plotter.XYs, i, dash int, points bool) error {
-	l, err := plotter.NewLine(xys)
-	if err != nil {
-		return err
-	}
-	l.Color = policyColor(i)
-	l.Dashes = plotutil.Dashes(dash + i/len(palette))
-	l.Width = vg.Points(1.5)
-	p.Add(l)
-	if points {
-		s, err := plotter.NewScatter(xys)
-		if err != nil {
-			return err
-		}
-		s.Color = l.Color
-		s.Shape = draw.CircleGlyph{}
-		p.Add(s)
-	}
-	p.Legend.Add(name, l)
-	return nil
-}
-
-// cdfPlot draws the TTFT CDF of each run at level l on a log time axis; nil when no run has one.
-func cdfPlot(g *groupPlan, l level) *plot.Plot {
-	p := newPlot("TTFT CDF — "+g.name+" at "+l.key+" req/s", "TTFT (ms, log scale)", "fraction of requests")
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Min, p.Y.Max = 0, 1
-	n := 0
-	for _, r := range l.runs {
-		if r.Series == nil || len(r.Series.TTFTCDF) == 0 {
-			continue
-		}
-		xys := make(plotter.XYs, 0, len(r.Series.TTFTCDF)+1)
-		first := max(r.Series.TTFTCDF[0].Ms, 1e-3)
-		xys = append(xys, plotter.XY{X: first, Y: 0})
-		for _, pt := range r.Series.TTFTCDF {
-			xys = append(xys, plotter.XY{X: max(pt.Ms, 1e-3), Y: pt.Frac})
-		}
-		if addLine(p, label(r, l.runs), xys, g.policyIndex(r.Policy), 0, false) == nil {
-			n++
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-
-	return p
-}
-
-// loadSeries is one against-load plot: one line per policy (and per metric of its list).
-type loadSeries struct {
-	kind, title, ylabel string
-	metrics             []loadMetric
-}
-
-type loadMetric struct {
-	suffix string
-	dash   int
-	value  func(*Run) (float64, bool)
-}
-
-var againstLoad = []loadSeries{
-	{"ttft", "p99 (solid) and p50 (dashed) TTFT against load", "TTFT (ms, log scale)", []loadMetric{
-		{" p99", 0, func(r *Run) (float64, bool) {
-			return r.Metrics.TTFT.P99, r.Metrics.Completed > 0 && r.Metrics.TTFT.P99 > 0
-		}},
-		{" p50", 1, func(r *Run) (float64, bool) {
-			return r.Metrics.TTFT.P50, r.Metrics.Completed > 0 && r.Metrics.TTFT.P50 > 0
-		}},
-	}},
-	{"hit-rate", "Prefix-cache hit rate against load", "hit rate (token-weighted)", []loadMetric{
-		{"", 0, func(r *Run) (float64, bool) { return r.Metrics.HitRate, true }},
-	}},
-	{"throughput", "Throughput against load", "completed requests/s", []loadMetric{
-		{"", 0, func(r *Run) (float64, bool) { return r.Metrics.ThroughputRPS, true }},
-		{" goodput", 1, func(r *Run) (float64, bool) {
-			g := r.Metrics.Goodput
-			return gRPS(g), g != nil
-		}},
-	}},
-}
-
 func gRPS(g *Goodput) float64 {
 	if g == nil {
 		return 0
 	}
 	return g.RPS
-}
-
-// vsRatePlot draws s's metrics against the request rate, one line per policy.
-func vsRatePlot(g *groupPlan, s loadSeries) *plot.Plot {
-	p := newPlot(s.title+" — "+g.name, "request rate (req/s)", s.ylabel)
-	n, top := 0, 0.0
-	for pi, pol := range g.policies {
-		for _, m := range s.metrics {
-			var xys plotter.XYs
-			for _, l := range g.levels {
-				for _, r := range l.runs {
-					if v, ok := m.value(r); ok && r.Policy == pol {
-						xys = append(xys, plotter.XY{X: l.rate, Y: v})
-						top = max(top, v)
-					}
-				}
-			}
-			if len(xys) > 0 && addLine(p, pol+m.suffix, xys, pi, m.dash, true) == nil {
-				n++
-			}
-		}
-	}
-	if n == 0 {
-		return nil
-	}
-	if s.kind == "ttft" {
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
-		return p
-	}
-	p.Y.Min = 0
-	p.Y.Max = max(top*1.05, 1e-9)
-	return p
-}
-
-// reasonsPlot draws each run's decision-branch counts at level l as horizontal bars, one
-// block per run from the top, and returns the height that fits them; nil when no run
-// recorded a reason.
-func reasonsPlot(g *groupPlan, l level) (*plot.Plot, vg.Length) {
-	type block struct {
-		run     *Run
-		reasons []string
-	}
-	var blocks []block
-	n := 0
-	for _, r := range l.runs {
-		if ks := sortedKeys(r.Metrics.Reasons); len(ks) > 0 {
-			blocks = append(blocks, block{r, ks})
-			n += len(ks)
-		}
-	}
-	if n == 0 {
-		return nil, 0
-	}
-	p := newPlot("Routing decisions — "+g.name+" at "+l.key+" req/s", "decisions", "")
-	names := make([]string, n)
-	top := n // bars fill positions n-1 (top) down to 0
-	for _, b := range blocks {
-		vals := make(plotter.Values, len(b.reasons))
-		for i, k := range b.reasons {
-			// Position top-1-i holds reason i; the chart's values run upwards from XMin.
-			vals[len(b.reasons)-1-i] = float64(b.run.Metrics.Reasons[k])
-			names[top-1-i] = label(b.run, l.runs) + ": " + k
-		}
-		top -= len(b.reasons)
-		bc, err := plotter.NewBarChart(vals, vg.Points(14))
-		if err != nil {
-			continue
-		}
-		bc.Horizontal = true
-		bc.XMin = float64(top)
-		bc.Color = policyColor(g.policyIndex(b.run.Policy))
-		bc.LineStyle.Width = 0
-		p.Add(bc)
-	}
-	p.NominalY(names...)
-	p.X.Min = 0
-	return p, max(plotH*5/8, vg.Length(n)*vg.Points(24)+1.2*vg.Inch)
 }
 
 // sortedKeys returns m's keys in sorted order.

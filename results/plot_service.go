@@ -1,90 +1,86 @@
 package results
 
 import (
-	"bytes"
 	"cmp"
 	"fmt"
 	"slices"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-	"gonum.org/v1/plot/vg/vgimg"
 )
 
 // maxTenantLines is how many tenants get their own line; the rest are summed as "other".
 const maxTenantLines = 8
 
-// servicePNG draws r's per-tenant tokens served per second over time above Jain's index per
-// time bucket, on a shared time axis.
-func servicePNG(r *Run) ([]byte, error) {
-	s := r.Series
-	top := newPlot("Per-tenant service — "+r.Name, "", "tokens served/s (prompt + output)")
-	bottom := newPlot("", "time since start (s)", "Jain's index per bucket")
-	bottom.Y.Min, bottom.Y.Max = 0, 1.05
-	n := s.Buckets()
-	tenants, other := topTenants(s)
-	type line struct {
-		name string
-		xys  plotter.XYs
-	}
-	var lines []line
-	for _, t := range tenants {
-		name := t
-		if name == "" {
-			name = "(none)"
+// servicePNG draws, at the group's highest load, one panel per policy (its first
+// replication) of the tokens served per second to each tenant over time, titled with
+// Jain's index over the run; nil when no run there has two tenants.
+func servicePNG(g *groupPlan) ([]byte, error) {
+	var panels []*plot.Plot
+	var names []string // the tenants of the legend, in style order
+	for _, c := range g.top().cells {
+		r := c.runs[0]
+		s := r.Series
+		if len(s.Tenants()) < 2 || s.Buckets() == 0 {
+			continue
 		}
-		lines = append(lines, line{name, tokenRate(s, []string{t}, n)})
-	}
-	if len(other) > 0 {
-		lines = append(lines, line{fmt.Sprintf("other (%d tenants)", len(other)), tokenRate(s, other, n)})
-	}
-	peak := 0.0
-	for i, l := range lines {
-		for _, xy := range l.xys {
-			peak = max(peak, xy.Y)
+		p := newPlot(fmt.Sprintf("%s — Jain %.3f", c.variant, r.Metrics.JainFairness), "time (s)", "tokens/s")
+		n := s.Buckets()
+		tenants, other := topTenants(s)
+		lines := make([][]string, 0, len(tenants)+1)
+		for _, t := range tenants {
+			lines = append(lines, []string{t})
 		}
-		if err := addLine(top, l.name, l.xys, i, i/maxTenantLines, false); err != nil {
+		if len(other) > 0 {
+			lines = append(lines, other)
+		}
+		peak := 0.0
+		for _, ts := range lines {
+			name := tenantName(ts)
+			i := slices.Index(names, name)
+			if i < 0 {
+				names, i = append(names, name), len(names)
+			}
+			xys := tokenRate(s, ts, n)
+			for _, xy := range xys {
+				peak = max(peak, xy.Y)
+			}
+			l, err := plotter.NewLine(xys)
+			if err != nil {
+				return nil, err
+			}
+			l.LineStyle = lineStyle(i, false)
+			p.Add(l)
+		}
+		p.Y.Min, p.Y.Max = 0, max(peak*1.05, 1e-9)
+		p.X.Min, p.X.Max = 0, float64(n)*s.BucketS
+		panels = append(panels, p)
+	}
+	if len(panels) == 0 {
+		return nil, nil
+	}
+	shareAxes(panels)
+	leg := plot.NewLegend()
+	for i, name := range names {
+		l, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: 1, Y: 0}})
+		if err != nil {
 			return nil, err
 		}
+		l.LineStyle = lineStyle(i, false)
+		leg.Add(name, l)
 	}
-	top.Y.Min, top.Y.Max = 0, max(peak*1.05, 1e-9)
-	var jain plotter.XYs
-	for i := range n {
-		if j, ok := s.JainAt(i); ok {
-			jain = append(jain, plotter.XY{X: (float64(i) + 0.5) * s.BucketS, Y: j})
-		}
-	}
-	if len(jain) > 0 {
-		if err := addLine(bottom, fmt.Sprintf("over the whole run: %.3f", r.Metrics.JainFairness), jain, 0, 0, true); err != nil {
-			return nil, err
-		}
-	}
-	bottom.Legend.Top = false
-	top.X.Min, bottom.X.Min = 0, 0
-	top.X.Max, bottom.X.Max = float64(n)*s.BucketS, float64(n)*s.BucketS
-	return stackedPNG(top, bottom)
+	return panelGrid(panels, gridCols(len(panels)), leg)
 }
 
-// stackedPNG renders plots one above the other with aligned axes.
-func stackedPNG(plots ...*plot.Plot) ([]byte, error) {
-	img := vgimg.New(plotW, plotH*vg.Length(len(plots))*3/4)
-	tiles := draw.Tiles{Rows: len(plots), Cols: 1, PadY: vg.Millimeter, PadTop: vg.Millimeter, PadBottom: vg.Millimeter,
-		PadLeft: vg.Millimeter, PadRight: vg.Millimeter}
-	grid := make([][]*plot.Plot, len(plots))
-	for i, p := range plots {
-		grid[i] = []*plot.Plot{p}
+// tenantName labels a tenant's line, or the line of several summed tenants.
+func tenantName(ts []string) string {
+	switch {
+	case len(ts) > 1:
+		return fmt.Sprintf("other (%d tenants)", len(ts))
+	case ts[0] == "":
+		return "(none)"
 	}
-	canvases := plot.Align(grid, tiles, draw.New(img))
-	for i, p := range plots {
-		p.Draw(canvases[i][0])
-	}
-	var buf bytes.Buffer
-	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return ts[0]
 }
 
 // topTenants splits s's tenants into the maxTenantLines most served (by total service, ties
@@ -120,4 +116,15 @@ func tokenRate(s *Series, tenants []string, n int) plotter.XYs {
 		xys[i] = plotter.XY{X: (float64(i) + 0.5) * s.BucketS, Y: float64(tok) / s.BucketS}
 	}
 	return xys
+}
+
+// shareAxes gives every panel the union of their axis ranges, so they compare at a glance.
+func shareAxes(panels []*plot.Plot) {
+	x, y := panels[0].X.Max, panels[0].Y.Max
+	for _, p := range panels {
+		x, y = max(x, p.X.Max), max(y, p.Y.Max)
+	}
+	for _, p := range panels {
+		p.X.Max, p.Y.Max = x, y
+	}
 }

@@ -6,35 +6,106 @@ import (
 	"strings"
 )
 
+// Report sections, in order; a results directory's report.md and report.html hold those
+// that apply (Warnings only when something was flagged, Stages only with staged arrivals).
+const (
+	SectionAnswer    = "## Answer"
+	SectionWarnings  = "## Warnings"
+	SectionVerdict   = "## Verdict"
+	SectionPlots     = "## Plots"
+	SectionPolicies  = "## Policies"
+	SectionDecisions = "## Routing decisions"
+	SectionRuns      = "## Runs"
+	SectionScenarios = "## Scenarios"
+	SectionMethod    = "## Definitions"
+)
+
 // reportIntro states the definitions every number in the report follows.
 const reportIntro = "Latencies are in milliseconds, as `vllm bench serve` defines them: TTFT = first token − arrival, " +
 	"TPOT = (E2E − TTFT) / (output tokens − 1), ITL = the gap between successive tokens, E2E = finish − arrival. " +
 	"Throughput counts completed requests over the run's duration (last finish − first arrival). " +
 	"The hit rate is token-weighted (cached prompt tokens / prompt tokens); Jain's index is over per-tenant service " +
-	"(prompt + 2 × output tokens).\n\n"
+	"(prompt + 2 × output tokens).\n\n" +
+	"With replications, each policy's metric is the mean over replications with its 95% Student-t interval " +
+	"[low, high]. Every policy of a replication saw the same requests, so policies are compared by paired " +
+	"differences (latencies as ratios, on a log scale): a policy is worse than the best when the paired t-test " +
+	"says so after Holm's correction for the number of policies compared (family-wise α = 0.05); otherwise it is " +
+	"tied with the best.\n\n"
 
 // buildReport renders report.md from the runs, their plan and the rendered figures.
 func buildReport(runs []Run, plan []groupPlan, figs []figure) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString("# kvroute results\n\n")
-	fmt.Fprintf(&b, "%d runs in %d scenario groups. ", len(runs), len(plan))
-	b.WriteString(reportIntro)
-	crit := usedCriteria(runs)
-	writeVerdict(&b, plan, crit)
-	writeRunsTable(&b, plan, crit[len(crit)-1].title == "best goodput")
+	fmt.Fprintf(&b, "%s in %s.\n\n", plural(len(runs), "run"), plural(len(plan), "scenario group"))
+	writeAnswer(&b, plan)
+	writeFlags(&b, plan)
+	writeVerdict(&b, plan, verdictMetrics(runs))
+	writePlots(&b, plan, figs)
+	writePolicies(&b, plan)
 	writeStagesSection(&b, runs)
-	for gi := range plan {
-		writeGroup(&b, &plan[gi], figs)
-	}
+	writeReasons(&b, plan)
+	writeRunsTable(&b, plan, hasGoodput(runs))
 	if err := writeScenarios(&b, plan); err != nil {
 		return nil, err
 	}
+	b.WriteString(SectionMethod + "\n\n" + reportIntro)
 	return []byte(b.String()), nil
+}
+
+func hasGoodput(runs []Run) bool {
+	for i := range runs {
+		if runs[i].Metrics.Goodput != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// writePlots embeds every figure, group by group.
+func writePlots(b *strings.Builder, plan []groupPlan, figs []figure) {
+	b.WriteString(SectionPlots + "\n\n")
+	if len(figs) == 0 {
+		b.WriteString("No plots: no run completed a request.\n\n")
+	}
+	for _, f := range figs {
+		caption := strings.NewReplacer("[", "\\[", "]", "\\]", "\n", " ").Replace(f.caption)
+		fmt.Fprintf(b, "![%s](%s)\n\n*%s*\n\n", caption, f.path, caption)
+	}
+}
+
+// policyColumns are the metrics of the Policies table.
+var policyColumns = []string{"ttft_ms_p99", "ttft_ms_p50", "tpot_ms_p99", "throughput_rps", "hit_rate", "jain_fairness", "preemptions"}
+
+// writePolicies writes one row per group, level and policy: each metric's mean and 95%
+// interval over the replications.
+func writePolicies(b *strings.Builder, plan []groupPlan) {
+	b.WriteString(SectionPolicies + "\n\nMean over replications [95% interval].\n\n| group | load (req/s) | policy | replications |")
+	for _, k := range policyColumns {
+		b.WriteString(" " + metric(k).title + " |")
+	}
+	b.WriteString("\n|---|---:|---|---:|" + strings.Repeat("---:|", len(policyColumns)) + "\n")
+	for gi := range plan {
+		for _, l := range plan[gi].levels {
+			for _, c := range l.cells {
+				fmt.Fprintf(b, "| %s | %s | %s | %d |", md(plan[gi].name), l.key, md(c.variant), len(c.runs))
+				for _, k := range policyColumns {
+					m := metric(k)
+					cell := "—"
+					if iv, ok := c.interval(m); ok {
+						cell = ivText(iv, m.unit)
+					}
+					b.WriteString(" " + md(cell) + " |")
+				}
+				b.WriteString("\n")
+			}
+		}
+	}
+	b.WriteString("\n")
 }
 
 // writeRunsTable writes the key metrics, one row per run, grouped as the plan is.
 func writeRunsTable(b *strings.Builder, plan []groupPlan, goodput bool) {
-	b.WriteString("## Runs\n\n| run | policy | group | load (req/s) | completed | failed | req/s | out tok/s | " +
+	b.WriteString(SectionRuns + "\n\n| run | policy | group | load (req/s) | completed | failed | req/s | out tok/s | " +
 		"TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p99 | E2E p99 | hit rate | Jain | preemptions |")
 	align := "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if goodput {
@@ -64,71 +135,43 @@ func writeRunsTable(b *strings.Builder, plan []groupPlan, goodput bool) {
 	b.WriteString("\n")
 }
 
-// writeGroup writes a group's section: its figures and its decision-branch counts.
-func writeGroup(b *strings.Builder, g *groupPlan, figs []figure) {
-	fmt.Fprintf(b, "## Group %s\n\n", md(g.name))
-	sections := []struct{ kind, title string }{
-		{"cdf", "TTFT distribution"}, {"ttft", "TTFT against load"},
-		{"hit-rate", "Hit rate against load"}, {"throughput", "Throughput against load"},
-	}
-	n := len(b.String())
-	for _, s := range sections {
-		writeFigures(b, g, figs, s.kind, s.title)
-	}
-	writeReasons(b, g, figs)
-	writeFigures(b, g, figs, "service", "Per-tenant service over time")
-	if len(b.String()) == n {
-		b.WriteString("No plots: no run in this group completed a request or recorded a routing decision.\n\n")
-	}
-}
-
-// writeFigures embeds the group's figures of one kind under a heading (none when title is "").
-func writeFigures(b *strings.Builder, g *groupPlan, figs []figure, kind, title string) {
-	first := true
-	for _, f := range figs {
-		if f.group != g.name || f.kind != kind {
-			continue
-		}
-		if first && title != "" {
-			fmt.Fprintf(b, "### %s\n\n", title)
-		}
-		first = false
-		caption := strings.NewReplacer("[", "\\[", "]", "\\]", "\n", " ").Replace(f.caption)
-		fmt.Fprintf(b, "![%s](%s)\n\n", caption, f.path)
-	}
-}
-
-// writeReasons writes the decision-branch counts of every run in g that recorded any.
-func writeReasons(b *strings.Builder, g *groupPlan, figs []figure) {
+// writeReasons writes each policy's decision-branch counts, summed over its replications.
+func writeReasons(b *strings.Builder, plan []groupPlan) {
 	header := false
-	for _, l := range g.levels {
-		for _, r := range l.runs {
-			total := 0
-			for _, c := range r.Metrics.Reasons {
-				total += c
-			}
-			if total == 0 {
-				continue
-			}
-			if !header {
-				b.WriteString("### Routing decisions\n\n| run | load (req/s) | branch | decisions | share |\n|---|---:|---|---:|---:|\n")
-				header = true
-			}
-			for _, k := range sortedKeys(r.Metrics.Reasons) {
-				c := r.Metrics.Reasons[k]
-				fmt.Fprintf(b, "| %s | %s | %s | %d | %.1f%% |\n", md(r.Name), l.key, md(k), c, 100*float64(c)/float64(total))
+	for gi := range plan {
+		for _, l := range plan[gi].levels {
+			for _, c := range l.cells {
+				sum := map[string]int{}
+				total := 0
+				for _, r := range c.runs {
+					for k, v := range r.Metrics.Reasons {
+						sum[k] += v
+						total += v
+					}
+				}
+				if total == 0 {
+					continue
+				}
+				if !header {
+					b.WriteString(SectionDecisions + "\n\nWhich branch of each policy decided, summed over replications.\n\n" +
+						"| group | load (req/s) | policy | branch | decisions | share |\n|---|---:|---|---|---:|---:|\n")
+					header = true
+				}
+				for _, k := range sortedKeys(sum) {
+					fmt.Fprintf(b, "| %s | %s | %s | %s | %d | %.1f%% |\n", md(plan[gi].name), l.key, md(c.variant), md(k),
+						sum[k], 100*float64(sum[k])/float64(total))
+				}
 			}
 		}
 	}
 	if header {
 		b.WriteString("\n")
-		writeFigures(b, g, figs, "reasons", "")
 	}
 }
 
 // writeScenarios lists each run's labels and scenario parameters.
 func writeScenarios(b *strings.Builder, plan []groupPlan) error {
-	b.WriteString("## Scenarios\n\n| run | labels | scenario |\n|---|---|---|\n")
+	b.WriteString(SectionScenarios + "\n\n| run | labels | scenario |\n|---|---|---|\n")
 	for gi := range plan {
 		for _, l := range plan[gi].levels {
 			for _, r := range l.runs {
@@ -143,5 +186,6 @@ func writeScenarios(b *strings.Builder, plan []groupPlan) error {
 			}
 		}
 	}
+	b.WriteString("\n")
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // Run is one simulated or live run: what summary.json holds for it, plus the series its plots
@@ -24,6 +25,11 @@ type Run struct {
 	// RequestRate is the run's load level in requests per second (the offered rate, or the
 	// measured arrival rate when none was given).
 	RequestRate float64 `json:"request_rate"`
+	// Replication is the run's 1-based replication number when its scenario ran with several
+	// workload seeds (its name then ends in RepName's suffix), and 0 otherwise. Runs of one
+	// group, load level and policy that differ only in Replication are one policy's samples;
+	// runs of one replication saw the same requests, whatever their policy.
+	Replication int `json:"replication,omitempty"`
 	// Labels are free-form tags, such as "short" or "full".
 	Labels []string `json:"labels,omitempty"`
 	// Stages holds one summary per load stage when the run's arrivals came in stages, in
@@ -109,6 +115,17 @@ func at(v []int64, i int) int64 {
 		return v[i]
 	}
 	return 0
+}
+
+// RepName is the name of replication rep (1-based) of the run called base.
+func RepName(base string, rep int) string { return base + "#" + strconv.Itoa(rep) }
+
+// baseName is the run's name without its replication suffix.
+func (r *Run) baseName() string {
+	if r.Replication > 0 {
+		return strings.TrimSuffix(r.Name, "#"+strconv.Itoa(r.Replication))
+	}
+	return r.Name
 }
 
 // group returns the run's scenario group name.

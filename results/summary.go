@@ -19,10 +19,16 @@ const (
 	RequestsFile    = "requests.csv" // one row per request, streamed by the caller (RequestsCSV)
 	ConfigFile      = "config.yaml"  // the resolved configuration, as the caller gives it
 	ReportFile      = "report.md"    // tables, verdict and plots
+	// HeadlinePlotFile is a copy of the report's first figure (the first group's metrics
+	// against load, or its TTFT CDFs with one load level) beside summary.json.
+	HeadlinePlotFile = "summary.png"
 )
 
 type summaryFile struct {
 	Runs []Run `json:"runs"`
+	// Policies holds each policy's metrics over its replications, per group and load level:
+	// derived from Runs, written for readers and ignored by ReadSummary.
+	Policies []PolicySummary `json:"policies,omitempty"`
 }
 
 type seriesRun struct {
@@ -35,9 +41,10 @@ type seriesFile struct {
 }
 
 // WriteSummaryJSON writes runs as summary.json: {"runs": [{"name", "policy", "scenario",
-// "metrics", ...}]}, indented, with map keys sorted.
+// "metrics", ...}], "policies": [{"group", "request_rate", "policy", "runs", "metrics":
+// {"ttft_ms_p99": {"mean", "ci_lo", "ci_hi", "n"}, ...}}]}, indented, with map keys sorted.
 func WriteSummaryJSON(w io.Writer, runs []Run) error {
-	out := summaryFile{Runs: make([]Run, len(runs))}
+	out := summaryFile{Runs: make([]Run, len(runs)), Policies: policySummaries(planRuns(runs))}
 	for i, r := range runs {
 		if r.Scenario == nil {
 			r.Scenario = map[string]any{}

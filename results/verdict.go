@@ -1,80 +1,167 @@
 package results
 
 import (
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
-// criterion is one "which policy wins" question: a metric, and whether lower is better.
-type criterion struct {
-	title  string
-	lower  bool
-	value  func(*Run) (float64, bool)
-	format func(float64) string
+// Alpha is the family-wise error rate of a verdict: the chance, over all the comparisons
+// against one level's best policy, of calling any tie a difference.
+const Alpha = 1 - Confidence
+
+// AvoidRatio is how many times the best policy's p99 TTFT a policy must significantly reach
+// before the answer says to avoid it.
+const AvoidRatio = 2.0
+
+// vs is one policy compared with the best of its level by one metric.
+type vs struct {
+	c  *cell
+	iv Interval // c/best for a ratio metric, c − best otherwise, over paired replications
+	p  float64  // the paired t-test's p-value
+	// worse is set when c is worse than the best, significantly after Holm's correction.
+	worse bool
 }
 
-var criteria = []criterion{
-	{"best p99 TTFT", true, func(r *Run) (float64, bool) { return r.Metrics.TTFT.P99, r.Metrics.Completed > 0 },
-		func(v float64) string { return fmt.Sprintf("%.1f ms", v) }},
-	{"best hit rate", false, func(r *Run) (float64, bool) { return r.Metrics.HitRate, r.Metrics.Completed > 0 },
-		func(v float64) string { return fmt.Sprintf("%.3f", v) }},
-	{"best throughput", false, func(r *Run) (float64, bool) { return r.Metrics.ThroughputRPS, r.Metrics.Completed > 0 },
-		func(v float64) string { return fmt.Sprintf("%.2f req/s", v) }},
-	{"best goodput", false, func(r *Run) (float64, bool) { return gRPS(r.Metrics.Goodput), r.Metrics.Goodput != nil },
-		func(v float64) string { return fmt.Sprintf("%.2f req/s", v) }},
+// judgement is the verdict on one metric at one load level.
+type judgement struct {
+	m      metricDef
+	best   *cell
+	bestIV Interval
+	tested bool // every comparison had at least two paired replications
+	others []vs // every other policy, best mean first
 }
 
-// winners returns the labels of the runs at l that are best by c (several on a tie, within a
-// relative 1e-9) and the best value; no labels when no run has the metric.
-func winners(l level, c criterion) ([]string, float64) {
-	var best float64
-	var names []string
-	for _, r := range l.runs {
-		v, ok := c.value(r)
-		if !ok {
-			continue
-		}
-		tie := len(names) > 0 && math.Abs(v-best) <= 1e-9*math.Max(math.Abs(v), math.Abs(best))
-		better := len(names) == 0 || (c.lower && v < best) || (!c.lower && v > best)
-		switch {
-		case tie:
-			names = append(names, label(r, l.runs))
-		case better:
-			best, names = v, []string{label(r, l.runs)}
+// tied returns the best policy and those not significantly worse than it.
+func (j judgement) tied() []*cell {
+	out := []*cell{j.best}
+	for _, o := range j.others {
+		if !o.worse {
+			out = append(out, o.c)
 		}
 	}
-	return names, best
+	return out
 }
 
-// usedCriteria drops the goodput criterion when no run has goodput.
-func usedCriteria(runs []Run) []criterion {
+// winner reports whether the best policy is significantly better than every other one.
+func (j judgement) winner() bool { return j.tested && len(j.tied()) == 1 }
+
+// judge finds the level's best policy by mean and tests every other against it; false when
+// no policy has the metric.
+func judge(cells []*cell, m metricDef) (judgement, bool) {
+	type scored struct {
+		c  *cell
+		iv Interval
+	}
+	var ss []scored
+	for _, c := range cells {
+		if iv, ok := c.interval(m); ok {
+			ss = append(ss, scored{c, iv})
+		}
+	}
+	if len(ss) == 0 {
+		return judgement{}, false
+	}
+	slices.SortStableFunc(ss, func(a, b scored) int {
+		if m.lower {
+			return cmp.Compare(a.iv.Mean, b.iv.Mean)
+		}
+		return cmp.Compare(b.iv.Mean, a.iv.Mean)
+	})
+	j := judgement{m: m, best: ss[0].c, bestIV: ss[0].iv, tested: true}
+	var ps []float64
+	for _, s := range ss[1:] {
+		x, y := paired(s.c, j.best, m)
+		iv, p := PairedT(x, y, m.ratio)
+		j.tested = j.tested && iv.Tested()
+		j.others = append(j.others, vs{c: s.c, iv: iv, p: p})
+		ps = append(ps, p)
+	}
+	for i, rej := range Holm(ps, Alpha) {
+		o := &j.others[i]
+		zero := 0.0
+		if m.ratio {
+			zero = 1
+		}
+		o.worse = rej && o.iv.Tested() && (o.iv.Mean > zero) == m.lower && o.iv.Mean != zero
+	}
+	return j, true
+}
+
+// verdictMetrics are the questions of the verdict table, in column order.
+func verdictMetrics(runs []Run) []metricDef {
+	out := []metricDef{metric("ttft_ms_p99"), metric("hit_rate"), metric("throughput_rps")}
 	for i := range runs {
 		if runs[i].Metrics.Goodput != nil {
-			return criteria
+			return append(out, metric("goodput_rps"))
 		}
 	}
-	return criteria[:3]
+	return out
 }
 
-// writeVerdict writes the verdict table (one row per group and load level) and, per group
-// with several load levels, how often each policy won.
-func writeVerdict(b *strings.Builder, plan []groupPlan, crit []criterion) {
-	b.WriteString("## Verdict\n\n| group | load (req/s) |")
-	for _, c := range crit {
-		b.WriteString(" " + c.title + " |")
+// verdictCell writes one judgement as a table cell: the winner, or the tied policies.
+func verdictCell(j judgement) string {
+	best := fmt.Sprintf("%s %s", j.best.variant, ivText(j.bestIV, j.m.unit))
+	switch {
+	case len(j.others) == 0:
+		return best
+	case !j.tested:
+		return best + " (one replication: untested)"
+	case j.winner():
+		return "**" + best + "**"
 	}
-	b.WriteString("\n|---|---:|" + strings.Repeat("---|", len(crit)) + "\n")
+	t := j.tied()
+	names := make([]string, 0, len(t)-1)
+	for _, c := range t[1:] {
+		names = append(names, c.variant)
+	}
+	return fmt.Sprintf("tied (%d): %s; %s", len(t), best, strings.Join(names, ", "))
+}
+
+// ivText formats a mean with its interval: "123 ms [110, 140]", or just the mean for one
+// sample.
+func ivText(iv Interval, unit func(float64) string) string {
+	if !iv.Tested() {
+		return unit(iv.Mean)
+	}
+	lo, hi := unit(iv.Lo), unit(iv.Hi)
+	if u := strings.TrimLeft(strings.TrimLeft(hi, "-0123456789.,"), " "); u != "" {
+		lo = strings.TrimSuffix(lo, " "+u)
+	}
+	return fmt.Sprintf("%s [%s, %s]", unit(iv.Mean), lo, strings.TrimSpace(hi))
+}
+
+// ratioText formats a ratio interval: "5.3× [4.1, 6.8]".
+func ratioText(iv Interval) string {
+	if !iv.Tested() {
+		return fmt.Sprintf("%.2g×", iv.Mean)
+	}
+	return fmt.Sprintf("%s× [%s, %s]", fmtSig(iv.Mean), fmtSig(iv.Lo), fmtSig(iv.Hi))
+}
+
+// writeVerdict writes the verdict table: one row per group and load level, one column per
+// metric, naming a winner only when its lead is significant.
+func writeVerdict(b *strings.Builder, plan []groupPlan, ms []metricDef) {
+	b.WriteString("## Verdict\n\nPer load level and metric: the best policy by mean (95% interval) in bold when it " +
+		"is significantly better than every other policy, otherwise the policies tied with it: those whose paired " +
+		"difference from it is not significant (paired t-test over replications, Holm-corrected, α = 0.05).\n\n")
+	b.WriteString("| group | load (req/s) | replications |")
+	for _, m := range ms {
+		b.WriteString(" " + m.title + " |")
+	}
+	b.WriteString("\n|---|---:|---:|" + strings.Repeat("---|", len(ms)) + "\n")
 	for gi := range plan {
 		g := &plan[gi]
 		for _, l := range g.levels {
-			fmt.Fprintf(b, "| %s | %s |", md(g.name), l.key)
-			for _, c := range crit {
-				names, v := winners(l, c)
+			fmt.Fprintf(b, "| %s | %s | %d |", md(g.name), l.key, reps(l))
+			for _, m := range ms {
 				cell := "—"
-				if len(names) > 0 {
-					cell = strings.Join(names, ", ") + " (" + c.format(v) + ")"
+				if j, ok := judge(l.cells, m); ok {
+					cell = verdictCell(j)
 				}
 				b.WriteString(" " + md(cell) + " |")
 			}
@@ -82,41 +169,40 @@ func writeVerdict(b *strings.Builder, plan []groupPlan, crit []criterion) {
 		}
 	}
 	b.WriteString("\n")
-	for gi := range plan {
-		writeTally(b, &plan[gi], crit)
-	}
 }
 
-// writeTally writes, for a group with several load levels, one line per criterion naming how
-// many levels each winner won.
-func writeTally(b *strings.Builder, g *groupPlan, crit []criterion) {
-	if len(g.levels) < 2 {
-		return
+// reps returns the largest number of replications of any policy at l.
+func reps(l level) int {
+	n := 0
+	for _, c := range l.cells {
+		n = max(n, len(c.runs))
 	}
-	fmt.Fprintf(b, "In group %s, over %d load levels:\n", md(g.name), len(g.levels))
-	for _, c := range crit {
-		wins := map[string]int{}
-		for _, l := range g.levels {
-			names, _ := winners(l, c)
-			for _, n := range names {
-				wins[n]++
-			}
-		}
-		if len(wins) == 0 {
-			continue
-		}
-		names := sortedKeys(wins)
-		slices.SortStableFunc(names, func(a, b string) int { return wins[b] - wins[a] })
-		parts := make([]string, len(names))
-		for i, n := range names {
-			parts[i] = fmt.Sprintf("%s %d", n, wins[n])
-		}
-		fmt.Fprintf(b, "- %s: %s.\n", c.title, md(strings.Join(parts, ", ")))
-	}
-	b.WriteString("\n")
+	return n
 }
 
 // md escapes a table cell.
 func md(s string) string {
 	return strings.NewReplacer("|", "\\|", "\n", " ").Replace(s)
+}
+
+// scenarioInt reads an integer at a dotted path of a scenario (int, float64 or json.Number).
+func scenarioInt(s map[string]any, path ...string) (int, bool) {
+	var v any = s
+	for _, k := range path {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		v = m[k]
+	}
+	switch x := v.(type) {
+	case int:
+		return x, true
+	case float64:
+		return int(x), x == math.Trunc(x)
+	case json.Number:
+		n, err := strconv.Atoi(x.String())
+		return n, err == nil
+	}
+	return 0, false
 }

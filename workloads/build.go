@@ -131,11 +131,11 @@ func newSource(w WorkloadConfig, seed uint64, o *options) (source, error) {
 	case KindSyntheticChat:
 		return newSyntheticChat(w, seed, o.text), nil
 	case KindShareGPT:
-		return newShareGPTSource(w, seed, o)
+		return nonEmpty(newShareGPTSource(w, seed, o))
 	case KindMooncake:
-		return newMooncakeSource(w, seed, o)
+		return nonEmpty(newMooncakeSource(w, seed, o))
 	case KindAzure:
-		return newAzureSource(w, seed, o)
+		return nonEmpty(newAzureSource(w, seed, o))
 	case KindChatPrefixes:
 		return newChatPrefixes(w, seed, o.text), nil
 	}

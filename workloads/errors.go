@@ -14,6 +14,9 @@ var (
 	ErrOutOfOrder = errors.New("timestamps go backwards")
 	// ErrNotSeekable marks a dataset that must be shuffled but cannot be read at offsets.
 	ErrNotSeekable = errors.New("file cannot be read at offsets")
+	// ErrNoRequests marks a dataset or trace that yields no request at all (an empty file, a
+	// header with no rows, or every record dropped by the filters), such as a failed download.
+	ErrNoRequests = errors.New("no requests")
 )
 
 // ParseError locates a problem in a dataset or trace file.

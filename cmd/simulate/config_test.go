@@ -86,8 +86,9 @@ func TestEmbeddedDefaultIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(points) != 3 || len(points[0].Policies) != 13 || points[0].Fleet.Replicas != 8 {
-		t.Fatalf("default sweep: %d points, %d policies, %d replicas", len(points), len(points[0].Policies), points[0].Fleet.Replicas)
+	if len(points) != 4 || len(points[0].Policies) != 13 || points[0].Fleet.Replicas != 8 || points[0].Reps() != 5 {
+		t.Fatalf("default sweep: %d points, %d policies, %d replicas, %d replications", len(points), len(points[0].Policies),
+			points[0].Fleet.Replicas, points[0].Reps())
 	}
 }
 

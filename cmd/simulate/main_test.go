@@ -9,12 +9,15 @@ import (
 	"testing"
 )
 
-// smallDefault is the embedded default sweep cut down for a test: fewer sessions, two loads.
+// smallDefault is the embedded default sweep cut down for a test: fewer sessions, one load,
+// two replications.
 func smallDefault(t *testing.T) string {
 	t.Helper()
 	src := strings.Replace(string(defaultConfig), "duration: 30s", "duration: 3s", 1)
-	src = strings.Replace(src, "rate: [25, 75, 150]", "rate: [10, 40]", 1)
-	if src == string(defaultConfig) {
+	src = strings.Replace(src, "rate: [8, 16, 24, 30]", "rate: [40]", 1)
+	src = strings.Replace(src, "replications: 5", "replications: 2", 1)
+	if strings.Count(src, "\n") != strings.Count(string(defaultConfig), "\n") || strings.Contains(src, "replications: 5") ||
+		strings.Contains(src, "duration: 30s") || !strings.Contains(src, "rate: [40]") {
 		t.Fatal("default.yaml changed shape: update smallDefault")
 	}
 	path := filepath.Join(t.TempDir(), "small.yaml")
@@ -40,10 +43,10 @@ func TestDefaultSweepEndToEnd(t *testing.T) {
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
 	table, _ := runSim(t, "-config", cfg, "-out", a, "-quiet")
 	runSim(t, "-config", cfg, "-out", b, "-quiet", "-parallel", "1")
-	if !strings.Contains(table, "prefix-cache/rate=40") {
+	if !strings.Contains(table, "prefix-cache/rate=40#2") {
 		t.Fatalf("table lacks a run:\n%s", table)
 	}
-	for _, f := range []string{"summary.json", "summary.csv", "requests.csv", "config.yaml", "report.md"} {
+	for _, f := range []string{"summary.json", "summary.csv", "requests.csv", "config.yaml", "report.md", "report.html", "plots/ttft-cdf-default.png"} {
 		x, err := os.ReadFile(filepath.Join(a, f))
 		if err != nil || len(x) == 0 {
 			t.Fatalf("%s: %v (%d bytes)", f, err, len(x))
@@ -65,7 +68,7 @@ func TestDefaultSweepEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	if len(sum.Runs) != 26 {
-		t.Fatalf("%d runs, want 13 policies × 2 loads", len(sum.Runs))
+		t.Fatalf("%d runs, want 13 policies × 2 replications", len(sum.Runs))
 	}
 	for _, r := range sum.Runs {
 		if r.Metrics["completed"] != r.Metrics["requests"] || r.Metrics["requests"].(float64) == 0 {

@@ -12,27 +12,42 @@ import (
 	"kvroute/workloads"
 )
 
-// job is one run of a sweep: a point with one policy.
+// job is one run of a sweep: a point with one policy, in one replication (0-based).
 type job struct {
 	index  int
 	name   string
 	point  Point
 	policy sweep.PolicySpec
+	rep    int
 }
 
-// plan lists the runs of the points, policies inner, in a fixed order.
+// plan lists the runs of the points, replications, then policies inner, in a fixed order.
+// With several replications a run's name ends in its replication number (results.RepName).
 func plan(points []Point) []job {
 	var jobs []job
 	for _, p := range points {
-		for _, ps := range p.Policies {
-			name := ps.Label()
-			if l := p.Label(); l != "base" {
-				name += "/" + l
+		for rep := range p.Reps() {
+			for _, ps := range p.Policies {
+				name := ps.Label()
+				if l := p.Label(); l != "base" {
+					name += "/" + l
+				}
+				if p.Reps() > 1 {
+					name = results.RepName(name, rep+1)
+				}
+				jobs = append(jobs, job{index: len(jobs), name: name, point: p, policy: ps, rep: rep})
 			}
-			jobs = append(jobs, job{index: len(jobs), name: name, point: p, policy: ps})
 		}
 	}
 	return jobs
+}
+
+// replication is the run's 1-based replication number, 0 without replications.
+func (j job) replication() int {
+	if j.point.Reps() > 1 {
+		return j.rep + 1
+	}
+	return 0
 }
 
 // scenario is what summary.json records about a run's setting.
@@ -56,6 +71,9 @@ func (j job) scenario() map[string]any {
 	for _, a := range p.Axes {
 		s["axis."+a.Path] = a.Value
 	}
+	if r := j.replication(); r > 0 {
+		s["replication"], s["workload_seed"] = r, p.WorkloadSeedOf(j.rep)
+	}
 	return s
 }
 
@@ -63,7 +81,7 @@ func (j job) scenario() map[string]any {
 // tick after each finished request.
 func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.Run, error) {
 	p := j.point
-	policy, err := router.Builtin().New(j.policy.Name, j.policy.Params, p.RouterSeed())
+	policy, err := router.Builtin().New(j.policy.Name, j.policy.Params, p.RouterSeedOf(j.rep))
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -73,7 +91,7 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 	}
 	// Policies that never read prompt text spare the workload generating it.
 	opts = append(opts, workloads.WithText(router.ReadsText(policy)))
-	stream, err := workloads.Build(p.Workload(), p.WorkloadSeed(), opts...)
+	stream, err := workloads.Build(p.Workload(), p.WorkloadSeedOf(j.rep), opts...)
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -84,7 +102,7 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 	}
 	col := results.NewCollector(results.CollectorOpts{
 		Name: j.name, Policy: j.policy.Name, Group: p.Group(), Scenario: j.scenario(),
-		RequestRate: p.Arrival.Rate, SLO: p.SLO(),
+		RequestRate: p.Arrival.Rate, SLO: p.SLO(), Replication: j.replication(),
 	})
 	var csv *results.RequestsCSV
 	if rows != nil {

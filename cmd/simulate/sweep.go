@@ -162,10 +162,17 @@ func resolvedConfig(points []Point) ([]byte, error) {
 		RouterSeed   uint64           `yaml:"router_seed"`
 		File         sweep.File       `yaml:",inline"`
 		Resolved     workloads.Config `yaml:"resolved_workload"`
+
+		// RepSeeds are the workload and router seeds of replications 2..N.
+		RepSeeds [][2]uint64 `yaml:"replication_seeds,omitempty"`
 	}
 	var doc []resolved
 	for _, p := range points {
-		doc = append(doc, resolved{Point: p.Label(), WorkloadSeed: p.WorkloadSeed(), RouterSeed: p.RouterSeed(), File: p.File, Resolved: p.Workload().Resolve()})
+		r := resolved{Point: p.Label(), WorkloadSeed: p.WorkloadSeed(), RouterSeed: p.RouterSeed(), File: p.File, Resolved: p.Workload().Resolve()}
+		for rep := 1; rep < p.Reps(); rep++ {
+			r.RepSeeds = append(r.RepSeeds, [2]uint64{p.WorkloadSeedOf(rep), p.RouterSeedOf(rep)})
+		}
+		doc = append(doc, r)
 	}
 	return yaml.Marshal(map[string]any{"points": doc})
 }

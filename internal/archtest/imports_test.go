@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"sim":                {},
 	"sim/engine":         {"kvroute/sim", "kvroute/gpumodel"},
 	"sim/cluster":        {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
-	"results":            {"gonum.org/v1/gonum/...", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/..."},
+	"results":            {"gonum.org/v1/gonum/...", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/...", "github.com/yuin/goldmark/..."},
 	"internal/openai":    {"github.com/go-json-experiment/json/..."},
 	"internal/vllm":      {"github.com/prometheus/common/...", "github.com/prometheus/client_model/..."},
 	"internal/gateway":   {"kvroute/router/...", "kvroute/internal/openai", "kvroute/internal/vllm", "github.com/prometheus/client_golang/..."},

@@ -31,6 +31,11 @@ type File struct {
 	Failures []FailureConfig          `yaml:"failures,omitempty"`
 	Policies []PolicySpec             `yaml:"policies"`
 	SLO      SLOConfig                `yaml:"slo,omitempty"`
+
+	// Replications is how many workload seeds every point runs (0 or 1: one, the file's
+	// seed). Replication k of a point uses the same requests for every policy, so policies
+	// are compared by paired differences across replications.
+	Replications int `yaml:"replications,omitempty"`
 }
 
 // FleetConfig is the simulated fleet.

@@ -83,3 +83,49 @@ func TestStagesEndTheRun(t *testing.T) {
 		}
 	}
 }
+
+func TestReplications(t *testing.T) {
+	tests := []struct {
+		name, line string
+		reps       int
+		err        string
+	}{
+		{"absent", "", 1, ""},
+		{"five", "replications: 5\n", 5, ""},
+		{"negative", "replications: -1\n", 0, "replications: want 0..1000, got -1"},
+		{"huge", "replications: 1001\n", 0, "replications: want 0..1000"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			points, err := Parse([]byte(strings.Replace(file, "seed: 3\n", "seed: 3\n"+tc.line, 1)), "t.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := points[0]
+			err = p.Validate()
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Validate: %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || p.Reps() != tc.reps {
+				t.Fatalf("Reps %d err %v, want %d", p.Reps(), err, tc.reps)
+			}
+			seen := map[uint64]bool{}
+			for r := range p.Reps() {
+				seen[p.WorkloadSeedOf(r)] = true
+				seen[p.RouterSeedOf(r)] = true
+				if p.WorkloadSeedOf(r) != points[3].WorkloadSeedOf(r) {
+					t.Errorf("replication %d: points of one file must share the workload seed", r)
+				}
+			}
+			if len(seen) != 2*p.Reps() {
+				t.Errorf("%d distinct seeds over %d replications, want %d", len(seen), p.Reps(), 2*p.Reps())
+			}
+			if p.WorkloadSeedOf(0) != p.WorkloadSeed() || p.RouterSeedOf(0) != p.RouterSeed() {
+				t.Error("replication 0 must keep the file's seeds")
+			}
+		})
+	}
+}

@@ -23,6 +23,29 @@ func (p Point) WorkloadSeed() uint64 { return sim.SubSeed(p.Seed, "workload") }
 // RouterSeed is the seed of the routing policy's random source.
 func (p Point) RouterSeed() uint64 { return sim.SubSeed(p.Seed, "router") }
 
+// MaxReplications bounds replications: each one is a full run of every policy.
+const MaxReplications = 1000
+
+// Reps is the number of replications of the point: Replications, at least 1.
+func (p Point) Reps() int { return max(p.Replications, 1) }
+
+// WorkloadSeedOf is the workload seed of replication rep (0-based): replication 0 is
+// WorkloadSeed, so a file gives the same requests with or without replications.
+func (p Point) WorkloadSeedOf(rep int) uint64 {
+	if rep == 0 {
+		return p.WorkloadSeed()
+	}
+	return sim.SubSeed(p.Seed, fmt.Sprintf("workload/%d", rep))
+}
+
+// RouterSeedOf is the router seed of replication rep (0-based), RouterSeed for rep 0.
+func (p Point) RouterSeedOf(rep int) uint64 {
+	if rep == 0 {
+		return p.RouterSeed()
+	}
+	return sim.SubSeed(p.Seed, fmt.Sprintf("router/%d", rep))
+}
+
 // SLO returns the file's goodput objectives.
 func (p Point) SLO() results.SLO {
 	return results.SLO{TTFTMs: p.File.SLO.TTFTMs, TPOTMs: p.File.SLO.TPOTMs, E2EMs: p.File.SLO.E2EMs}
@@ -71,6 +94,9 @@ func (p Point) Validate() error {
 	}
 	if p.Requests <= 0 && p.Duration <= 0 && len(p.Arrival.Stages) == 0 {
 		errs = append(errs, errors.New("requests or duration: one is required (or arrival.stages), so the run ends"))
+	}
+	if p.Replications < 0 || p.Replications > MaxReplications {
+		errs = append(errs, fmt.Errorf("replications: want 0..%d, got %d", MaxReplications, p.Replications))
 	}
 	if err := p.Workload().Validate(); err != nil {
 		errs = append(errs, err)
