@@ -98,6 +98,7 @@ func builtins() []builtin {
 		// Policies the field adopted in 2025–2026; each names its upstream source in its
 		// configuration's doc comment.
 		{"lmetric", factoryOf(DefaultLMetricConfig, NewLMetric)},
+		{"kv-router", factoryOf(DefaultKVRouterConfig, NewKVRouter)},
 	}
 }
 

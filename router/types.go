@@ -120,3 +120,13 @@ type KVEventObserver interface {
 	// AllBlocksCleared reports that endpoint's cache was emptied.
 	AllBlocksCleared(endpoint string)
 }
+
+// FirstTokenObserver is implemented by policies that track a request's prompt-side load only
+// until its first token comes back, as NVIDIA Dynamo's KV router releases a request's prefill
+// tokens when the first response reaches the frontend (ai-dynamo/dynamo
+// lib/kv-router/src/sequences: release_prompt_load). Callers that see first tokens (the
+// simulator) report them; the policy falls back to Observer.Finished otherwise.
+type FirstTokenObserver interface {
+	// FirstToken reports that req's first token came back from endpoint at now.
+	FirstToken(req *Request, endpoint string, now time.Time)
+}
