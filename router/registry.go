@@ -99,6 +99,7 @@ func builtins() []builtin {
 		// configuration's doc comment.
 		{"lmetric", factoryOf(DefaultLMetricConfig, NewLMetric)},
 		{"kv-router", factoryOf(DefaultKVRouterConfig, NewKVRouter)},
+		{"token-load", factoryOf(DefaultTokenLoadConfig, NewTokenLoad)},
 	}
 }
 
