@@ -100,6 +100,8 @@ func builtins() []builtin {
 		{"lmetric", factoryOf(DefaultLMetricConfig, NewLMetric)},
 		{"kv-router", factoryOf(DefaultKVRouterConfig, NewKVRouter)},
 		{"token-load", factoryOf(DefaultTokenLoadConfig, NewTokenLoad)},
+		// kvroute's own.
+		{"predicted-ttft", factoryOf(DefaultPredictedTTFTConfig, NewPredictedTTFT)},
 	}
 }
 

@@ -57,6 +57,19 @@ type EndpointState struct {
 	NumGPUBlocks int
 	// UpdatedAt is when the scraped fields were read; staleness is part of the view.
 	UpdatedAt time.Time
+	// Prefill predicts how long the endpoint takes to prefill a prompt, from its GPU and
+	// model; nil when they are unknown. predicted-ttft reads it; the simulator fills it from
+	// each replica's gpumodel.Deployment and cmd/route from each backend's gpu and model.
+	Prefill PrefillPredictor
+}
+
+// PrefillPredictor predicts an endpoint's prefill time (gpumodel.PrefillPredictor implements
+// it; router does not import gpumodel).
+type PrefillPredictor interface {
+	// PrefillTime returns how long the endpoint takes to compute tokens new prompt tokens
+	// after cached cached ones while decoding sequences, of decodeContext tokens of context
+	// in all, decode alongside.
+	PrefillTime(tokens, cached, decoding int, decodeContext int64) time.Duration
 }
 
 // Snapshot is one consistent view of the pool for one decision.

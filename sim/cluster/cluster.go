@@ -88,9 +88,13 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 		}
 		s.reps = append(s.reps, rep)
 		m := rep.Metrics()
+		pp, err := gpumodel.NewPrefillPredictor(rc.Deployment)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
+		}
 		s.snap.Endpoints = append(s.snap.Endpoints, router.EndpointState{
 			ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
-			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch,
+			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch, Prefill: pp,
 		})
 	}
 	return s, nil
