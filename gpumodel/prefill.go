@@ -44,3 +44,30 @@ func (p *PrefillPredictor) PrefillTime(tokens, cached, decoding int, decodeConte
 	}
 	return total
 }
+
+// BatchTime returns the duration of the steps that compute tokens prompt tokens of several
+// queued requests, packed into full steps of MaxNumBatchedTokens (less one token per decoding
+// sequence) as vLLM's scheduler packs waiting prefills, each chunk priced without cached
+// context. It is O(1): every full step costs the same.
+func (p *PrefillPredictor) BatchTime(tokens, decoding int, decodeContext int64) time.Duration {
+	if tokens <= 0 {
+		return 0
+	}
+	decoding = max(0, min(decoding, p.maxSeqs-1))
+	perSeq := int64(0)
+	if decoding > 0 {
+		perSeq = max(decodeContext, 0) / int64(decoding)
+	}
+	chunkMax := max(1, p.budget-decoding)
+	step := func(n int) time.Duration {
+		s := Step{DecodeSeqs: decoding, DecodeContext: perSeq * int64(decoding)}
+		s.AddPrefill(n, 0)
+		return p.pricer.StepTime(s)
+	}
+	full, rest := tokens/chunkMax, tokens%chunkMax
+	total := time.Duration(full) * step(chunkMax)
+	if rest > 0 {
+		total += step(rest)
+	}
+	return total
+}

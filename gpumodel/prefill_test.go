@@ -41,3 +41,23 @@ func TestPrefillTimeSumsChunkedSteps(t *testing.T) {
 		t.Errorf("an 8000-token prompt took %v cold, %v with 6000 cached: want more cold", a, b)
 	}
 }
+
+func TestBatchTimePacksFullSteps(t *testing.T) {
+	d := DefaultDeployment(H100SXM80GB(), Llama31x8B(), 1)
+	pp, _ := NewPrefillPredictor(d)
+	p, _ := NewPricer(d)
+	step := func(n int) time.Duration {
+		var s Step
+		s.AddPrefill(n, 0)
+		return p.StepTime(s)
+	}
+	b := d.MaxNumBatchedTokens
+	if got, want := pp.BatchTime(2*b+7, 0, 0), 2*step(b)+step(7); got != want {
+		t.Errorf("BatchTime(2 steps + 7) = %v, want %v", got, want)
+	}
+	// Sixteen 128-token prompts queued together cost less than one step each (the weights
+	// stream once per step): about half on this H100.
+	if batched, alone := pp.BatchTime(16*128, 0, 0), 16*pp.PrefillTime(128, 0, 0, 0); batched*4 > alone*3 {
+		t.Errorf("16 x 128 tokens batched %v, one by one %v: want batching to pay", batched, alone)
+	}
+}

@@ -15,17 +15,19 @@ import (
 // predicts the request's time to first token and picks the smallest prediction (ties at
 // random). The prediction is
 //
-//	queued prefill work still ahead on that endpoint
-//	+ the time to prefill the prompt tokens that endpoint does not cache,
-//	  priced by the endpoint's step-time model (EndpointState.Prefill) with its running
-//	  requests decoding alongside.
+//	max(time to prefill the queued tokens and the request's uncached ones, batched into
+//	    full steps − the time the queue has been worked on,
+//	    time to prefill the request's uncached tokens after its cached prefix)
 //
-// Queued work is the router's own: each routed request adds its predicted prefill time, the
-// endpoint works it off from the moment its queue became busy, and the request's first token
-// (FirstTokenObserver; Finished where first tokens are not reported) removes its share and
-// restarts the clock, so the estimate corrects itself with every answer. Cached tokens are the
-// leading run of the request's KV blocks the endpoint holds per its KV events (once it has
-// sent any), else per the router's own routing history (an LRU index per endpoint sized to
+// priced by the endpoint's step-time model (EndpointState.Prefill) with its running requests
+// decoding alongside. Queued tokens are the router's own: each routed request adds the prompt
+// tokens its endpoint does not cache, and its first token (FirstTokenObserver; Finished where
+// first tokens are not reported) removes them and restarts the endpoint's clock, so the
+// estimate corrects itself with every answer. Cached tokens are the
+// leading run of the request's KV blocks the endpoint holds: per its KV events once it has
+// sent any, or routed there within RouteTTL (blocks a queued request will have computed by
+// the time this one runs, before any event can say so, as Dynamo's predict-on-route side
+// index does); else per the router's own routing history (an LRU index per endpoint sized to
 // its KV capacity). Without a step-time model, prefill is priced at FallbackTokensPerSecond.
 type PredictedTTFTConfig struct {
 	// BlockSize is the engines' KV block size in tokens (16).
@@ -36,16 +38,30 @@ type PredictedTTFTConfig struct {
 	// IndexCapacity is the routing-history index's blocks per endpoint when its KV capacity
 	// is unknown (31,250).
 	IndexCapacity int `json:"index_capacity"`
+	// Externality weighs the request's own prefill time once more in the cost minimised
+	// (cost = predicted TTFT + Externality × own prefill time): the work a cache miss adds
+	// delays every later request on that endpoint, which a TTFT alone does not see (1; 0
+	// minimises the predicted TTFT alone).
+	Externality float64 `json:"externality"`
+	// RouteTTL is how long a routed request's blocks count as cached on an endpoint that
+	// sends KV events, before its events take over (30 s).
+	RouteTTL Duration `json:"route_ttl"`
 }
 
 // DefaultPredictedTTFTConfig returns the defaults.
 func DefaultPredictedTTFTConfig() PredictedTTFTConfig {
-	return PredictedTTFTConfig{BlockSize: 16, FallbackTokensPerSecond: 15928, IndexCapacity: 31250}
+	return PredictedTTFTConfig{BlockSize: 16, FallbackTokensPerSecond: 15928, IndexCapacity: 31250, Externality: 1, RouteTTL: Duration(30 * time.Second)}
 }
 
 // Validate checks ranges.
 func (c PredictedTTFTConfig) Validate() error {
 	var errs []error
+	if !(c.Externality >= 0) || math.IsInf(c.Externality, 0) {
+		errs = append(errs, fmt.Errorf("externality %v: want a finite value >= 0", c.Externality))
+	}
+	if c.RouteTTL < 0 {
+		errs = append(errs, fmt.Errorf("route_ttl %v: want >= 0", c.RouteTTL.D()))
+	}
 	if c.BlockSize < 1 || c.IndexCapacity < 1 {
 		errs = append(errs, fmt.Errorf("block_size %d, index_capacity %d: want > 0", c.BlockSize, c.IndexCapacity))
 	}
@@ -63,32 +79,36 @@ type PredictedTTFT struct {
 	ids   interner
 	kv    kvHolders
 	index *prefix.Index
-	eps   []ttftEp
-	reqs  map[string]ttftReq
+	// recent holds the blocks routed within RouteTTL, for endpoints that send KV events.
+	recent *prefix.BlockStore
+	swept  time.Time
+	eps    []ttftEp
+	reqs   map[string]ttftReq
 
 	hashes []uint64
 	run    []int
 	hist   []int
+	fresh  []int
 	cand   []int
 	pred   []float64
-	last   struct { // the last Pick's request and each endpoint id's predicted prefill
-		req *Request
-		id  string
-		dur []time.Duration
+	last   struct { // the last Pick's request and each endpoint id's uncached tokens
+		req    *Request
+		id     string
+		tokens []int
 	}
 }
 
-// ttftEp is one endpoint's queue of predicted prefill work.
+// ttftEp is one endpoint's queue of prefill work.
 type ttftEp struct {
-	work      time.Duration // Σ predicted prefill of requests awaiting their first token
+	queued    int // Σ uncached prompt tokens of requests awaiting their first token
 	busySince time.Time
 	events    bool // the endpoint has sent KV events
 	capacity  int  // index capacity last set
 }
 
 type ttftReq struct {
-	ep  int32
-	dur time.Duration
+	ep     int32
+	tokens int
 }
 
 var (
@@ -107,7 +127,12 @@ func NewPredictedTTFT(cfg PredictedTTFTConfig, rng *rand.Rand) (*PredictedTTFT, 
 	if err != nil {
 		return nil, fmt.Errorf("router: predicted-ttft: %w", err)
 	}
-	return &PredictedTTFT{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(), index: index, reqs: map[string]ttftReq{}}, nil
+	recent, err := prefix.NewBlockStore(1 << 20)
+	if err != nil {
+		return nil, fmt.Errorf("router: predicted-ttft: %w", err)
+	}
+	return &PredictedTTFT{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(), index: index, recent: recent,
+		reqs: map[string]ttftReq{}}, nil
 }
 
 // Name returns "predicted-ttft".
@@ -127,34 +152,37 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 	p.cached(req, s, p.cand)
 	n := isl(req)
 	p.pred = resize(p.pred, len(p.cand))
-	p.last.dur = resize(p.last.dur, p.ids.size())
+	p.last.tokens = resize(p.last.tokens, p.ids.size())
 	p.last.req, p.last.id = req, req.ID
 	for k, i := range p.cand {
 		e := &s.Endpoints[i]
 		id := p.ids.id(e.ID)
 		cached := min(p.run[id]*p.cfg.BlockSize, n)
-		d := p.prefillTime(e, n-cached, cached)
-		p.last.dur[id] = d
-		p.pred[k] = float64(p.backlog(id, s.Now) + d)
+		p.last.tokens[id] = n - cached
+		ttft, own := p.predict(e, id, n-cached, cached, s.Now)
+		p.pred[k] = float64(ttft + time.Duration(p.cfg.Externality*float64(own)))
 	}
 	return Decision{Index: p.cand[argminRandom(p.rng, p.pred)], Reason: ReasonPredictedTTFT}, nil
 }
 
-// prefillTime prices newTokens after cached on e, with its running requests decoding.
-func (p *PredictedTTFT) prefillTime(e *EndpointState, newTokens, cached int) time.Duration {
+// predict returns the TTFT of a request with newTokens uncached after cached on endpoint e
+// (id), its running requests decoding alongside, and the time its own prefill takes.
+func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached int, now time.Time) (ttft, own time.Duration) {
+	q := p.eps[id]
 	if e.Prefill == nil {
-		return time.Duration(float64(newTokens) / p.cfg.FallbackTokensPerSecond * float64(time.Second))
+		rate := p.cfg.FallbackTokensPerSecond / float64(time.Second)
+		own = time.Duration(float64(newTokens) / rate)
+		if q.queued == 0 {
+			return own, own
+		}
+		return max(time.Duration(float64(q.queued+newTokens)/rate)-now.Sub(q.busySince), own), own
 	}
-	return e.Prefill.PrefillTime(newTokens, cached, e.Running, int64(e.InFlightTokens))
-}
-
-// backlog is endpoint id's queued prefill work not yet done at now.
-func (p *PredictedTTFT) backlog(id int32, now time.Time) time.Duration {
-	if int(id) >= len(p.eps) || p.eps[id].work <= 0 {
-		return 0
+	dec, ctx := e.Running, int64(e.InFlightTokens)
+	own = e.Prefill.PrefillTime(newTokens, cached, dec, ctx)
+	if q.queued == 0 {
+		return own, own
 	}
-	e := &p.eps[id]
-	return max(0, e.work-now.Sub(e.busySince))
+	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)-now.Sub(q.busySince), own), own
 }
 
 // cached fills p.run[id] with the leading blocks of the request each candidate caches.
@@ -163,23 +191,31 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 		p.endpoint(&s.Endpoints[i])
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
-	p.run = resize(p.run, p.ids.size())
+	n := p.ids.size()
+	p.run = resize(p.run, n)
 	p.kv.leadingRun(p.hashes, p.run)
 	if len(p.hashes) == 0 {
 		return
 	}
-	matched := false
+	p.sweep(s.Now)
+	p.hist, p.fresh = resize(p.hist, n), resize(p.fresh, n)
+	p.index.Match(p.hashes, p.hist)
+	p.recent.Match(p.hashes, nil, p.fresh)
 	for _, i := range cand {
 		id := p.ids.id(s.Endpoints[i].ID)
 		if p.eps[id].events {
-			continue
+			p.run[id] = max(p.run[id], p.fresh[id])
+		} else {
+			p.run[id] = p.hist[id]
 		}
-		if !matched { // one index walk for every endpoint without KV events
-			p.hist = resize(p.hist, p.ids.size())
-			p.index.Match(p.hashes, p.hist)
-			matched = true
-		}
-		p.run[id] = p.hist[id]
+	}
+}
+
+// sweep drops routed blocks older than RouteTTL, once a second.
+func (p *PredictedTTFT) sweep(now time.Time) {
+	if now.Sub(p.swept) >= time.Second {
+		p.recent.EvictExpired(now, p.cfg.RouteTTL.D())
+		p.swept = now
 	}
 }
 
@@ -203,28 +239,28 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.endpoint(&EndpointState{ID: endpoint})
-	var d time.Duration
-	if p.last.req == req && p.last.id == req.ID && int(id) < len(p.last.dur) {
-		d = p.last.dur[id]
-	} else { // not picked by this policy: price it cold at the fallback rate
-		d = p.prefillTime(&EndpointState{}, isl(req), 0)
+	tokens := isl(req) // not picked by this policy: charge the whole prompt
+	if p.last.req == req && p.last.id == req.ID && int(id) < len(p.last.tokens) {
+		tokens = p.last.tokens[id]
 	}
 	p.release(req.ID, now)
 	e := &p.eps[id]
-	if e.work <= 0 {
-		e.work, e.busySince = 0, now
+	if e.queued == 0 {
+		e.busySince = now
 	}
-	e.work += d
-	p.reqs[req.ID] = ttftReq{id, d}
+	e.queued += tokens
+	p.reqs[req.ID] = ttftReq{id, tokens}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	if len(p.hashes) > 0 {
 		p.index.Add(p.hashes, id)
+		p.sweep(now)
+		p.recent.Add(p.hashes, id, now)
 	}
 }
 
-// release removes reqID's predicted work from its endpoint's queue, which is first-come
-// first-served: the work of the requests still waiting is untouched, and the clock restarts
-// now, so a prediction that was too long or too short stops counting.
+// release removes reqID's tokens from its endpoint's queue: the tokens of the requests still
+// waiting are untouched, and the clock restarts now, so a prediction that was too long or too
+// short stops counting.
 func (p *PredictedTTFT) release(reqID string, now time.Time) {
 	r, ok := p.reqs[reqID]
 	if !ok {
@@ -232,7 +268,7 @@ func (p *PredictedTTFT) release(reqID string, now time.Time) {
 	}
 	delete(p.reqs, reqID)
 	e := &p.eps[r.ep]
-	e.work = max(0, e.work-r.dur)
+	e.queued = max(0, e.queued-r.tokens)
 	e.busySince = now
 }
 
@@ -265,6 +301,7 @@ func (p *PredictedTTFT) Removed(endpoint string) {
 	}
 	p.kv.cleared(id)
 	p.index.RemoveEndpoint(id)
+	p.recent.RemoveEndpoint(id)
 	p.eps[id] = ttftEp{}
 }
 

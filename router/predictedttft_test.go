@@ -15,6 +15,10 @@ func (l linearPrefill) PrefillTime(tokens, _, _ int, _ int64) time.Duration {
 	return time.Duration(tokens) * l.perToken
 }
 
+func (l linearPrefill) BatchTime(tokens, _ int, _ int64) time.Duration {
+	return time.Duration(tokens) * l.perToken
+}
+
 func TestPredictedTTFTDecisions(t *testing.T) {
 	prompt := toks(1, 160) // 10 blocks of 16
 	ms := time.Millisecond
@@ -25,6 +29,7 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 		history []activeReq // routed and finished before, no KV events
 		active  []activeReq // routed before, in flight; ft: first token back
 		later   time.Duration
+		params  map[string]any
 		want    []int
 	}{
 		{
@@ -55,11 +60,33 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			history: []activeReq{{"ep-1", prompt, true}}, want: []int{1},
 		},
 		{
-			// ep-1 sends events (of another prompt): its history no longer counts; ep-2's
-			// events show the first 5 blocks: 80 ms against 160 ms.
+			// ep-1 sends events (of another prompt): a minute after routing, its history no
+			// longer counts; ep-2's events show the first 5 blocks: 80 ms against 160 ms.
 			name: "events override history", speeds: []time.Duration{ms, ms, ms},
 			history: []activeReq{{"ep-1", prompt, true}},
-			stored:  []kvStore{{"ep-1", toks(3, 32), 0, 2}, {"ep-2", prompt, 0, 5}}, want: []int{2},
+			stored:  []kvStore{{"ep-1", toks(3, 32), 0, 2}, {"ep-2", prompt, 0, 5}},
+			later:   time.Minute, want: []int{2},
+		},
+		{
+			// Within route_ttl (30 s) a routed prompt counts as cached on ep-1 before its
+			// events say so: 0 ms against ep-2's 80 ms.
+			name: "recently routed counts before its events", speeds: []time.Duration{ms, ms, ms},
+			history: []activeReq{{"ep-1", prompt, true}},
+			stored:  []kvStore{{"ep-1", toks(3, 32), 0, 2}, {"ep-2", prompt, 0, 5}},
+			later:   10 * time.Second, want: []int{1},
+		},
+		{
+			// ep-0 caches the prompt behind 200 queued tokens: TTFT 200 ms; cold ep-1/ep-2:
+			// 160 ms, plus 160 ms their extra prefill costs later requests = 320 ms.
+			name: "a cache miss counts what it costs later requests", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 200), false}},
+			want: []int{0},
+		},
+		{
+			// The same with externality 0: the smallest TTFT alone, 160 ms.
+			name: "externality 0 minimises TTFT alone", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 200), false}},
+			params: map[string]any{"externality": 0.0}, want: []int{1, 2},
 		},
 		{
 			// The same cold prompt: 320 ms on ep-0, 80 ms on ep-1, 160 ms on ep-2 (fallback
@@ -70,7 +97,11 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			p := mustNew(t, "predicted-ttft", map[string]any{"fallback_tokens_per_second": 1000.0})
+			params := map[string]any{"fallback_tokens_per_second": 1000.0}
+			for k, v := range tc.params {
+				params[k] = v
+			}
+			p := mustNew(t, "predicted-ttft", params)
 			s := snap(0, 0, 0)
 			for i, sp := range tc.speeds {
 				if sp > 0 {

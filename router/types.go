@@ -70,6 +70,9 @@ type PrefillPredictor interface {
 	// after cached cached ones while decoding sequences, of decodeContext tokens of context
 	// in all, decode alongside.
 	PrefillTime(tokens, cached, decoding int, decodeContext int64) time.Duration
+	// BatchTime returns how long the endpoint takes to prefill tokens prompt tokens of
+	// several queued requests, batched into full steps.
+	BatchTime(tokens, decoding int, decodeContext int64) time.Duration
 }
 
 // Snapshot is one consistent view of the pool for one decision.
