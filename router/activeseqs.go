@@ -8,6 +8,9 @@ type activeSeqs struct {
 	reqs map[string]activeReq
 	eps  []activeEp
 	refs map[uint64][]blockRef // block hash → endpoints holding it active, with counts
+
+	freeRefs   [][]blockRef // emptied refs slices, reused so steady state does not allocate
+	freeHashes [][]uint64   // released requests' hash slices, reused likewise
 }
 
 type activeReq struct {
@@ -62,13 +65,24 @@ func (a *activeSeqs) add(reqID string, id int32, prefill int64, hashes []uint64)
 			k++
 		}
 		if k == len(refs) {
+			if refs == nil && len(a.freeRefs) > 0 {
+				refs = a.freeRefs[len(a.freeRefs)-1]
+				a.freeRefs = a.freeRefs[:len(a.freeRefs)-1]
+			}
 			a.refs[h] = append(refs, blockRef{id, 1})
 			e.distinct++
 		} else {
 			refs[k].n++
 		}
 	}
-	a.reqs[reqID] = activeReq{ep: id, prefill: prefill, prefillOpen: true, hashes: append([]uint64(nil), hashes...)}
+	var own []uint64
+	if len(hashes) > 0 {
+		if n := len(a.freeHashes); n > 0 {
+			own, a.freeHashes = a.freeHashes[n-1][:0], a.freeHashes[:n-1]
+		}
+		own = append(own, hashes...)
+	}
+	a.reqs[reqID] = activeReq{ep: id, prefill: prefill, prefillOpen: true, hashes: own}
 }
 
 // prefillDone releases reqID's prefill tokens.
@@ -106,9 +120,13 @@ func (a *activeSeqs) done(reqID string) {
 		}
 		if len(refs) == 0 {
 			delete(a.refs, h)
+			a.freeRefs = append(a.freeRefs, refs[:0])
 		} else {
 			a.refs[h] = refs
 		}
+	}
+	if r.hashes != nil {
+		a.freeHashes = append(a.freeHashes, r.hashes[:0])
 	}
 }
 
@@ -125,11 +143,17 @@ func (a *activeSeqs) drop(id int32) {
 	}
 }
 
-// sharedBlocks sets out[ep] to how many of hashes are already active on ep.
+// sharedBlocks sets out[ep] to how many of hashes are already active on ep. hashes are a
+// chain (each commits to the blocks before it) and every active request holds its whole
+// chain, so once no endpoint holds a block none holds a later one: the walk stops there.
 func (a *activeSeqs) sharedBlocks(hashes []uint64, out []int) {
 	clear(out)
 	for _, h := range hashes {
-		for _, r := range a.refs[h] {
+		refs := a.refs[h]
+		if len(refs) == 0 {
+			return
+		}
+		for _, r := range refs {
 			if int(r.ep) < len(out) {
 				out[r.ep]++
 			}

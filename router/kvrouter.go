@@ -80,9 +80,13 @@ type KVRouter struct {
 	hashes []uint64
 	run    []int
 	shared []int
-	cand   []int
-	cost   []float64
-	prob   []float64
+	last   struct { // the request p.hashes and p.run were computed for
+		req *Request
+		id  string
+	}
+	cand []int
+	cost []float64
+	prob []float64
 }
 
 var (
@@ -141,6 +145,7 @@ func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
 		p.ids.id(s.Endpoints[i].ID)
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
+	p.last.req, p.last.id = req, req.ID
 	n := p.ids.size()
 	p.run, p.shared = resize(p.run, n), resize(p.shared, n)
 	p.kv.leadingRun(p.hashes, p.run)
@@ -179,9 +184,12 @@ func (p *KVRouter) Routed(req *Request, endpoint string, _ time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.ids.id(endpoint)
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
-	p.run = resize(p.run, p.ids.size())
-	p.kv.leadingRun(p.hashes, p.run)
+	if p.last.req != req || p.last.id != req.ID || int(id) >= len(p.run) { // not the request just picked
+		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
+		p.run = resize(p.run, p.ids.size())
+		p.kv.leadingRun(p.hashes, p.run)
+	}
+	p.last.req = nil // events may change the cache before the next decision
 	n := isl(req)
 	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.cfg.BlockSize, n)), p.hashes)
 }

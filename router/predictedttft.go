@@ -199,8 +199,20 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	}
 	p.sweep(s.Now)
 	p.hist, p.fresh = resize(p.hist, n), resize(p.fresh, n)
-	p.index.Match(p.hashes, p.hist)
-	p.recent.Match(p.hashes, nil, p.fresh)
+	withEvents, without := false, false
+	for _, i := range cand {
+		if p.eps[p.ids.id(s.Endpoints[i].ID)].events {
+			withEvents = true
+		} else {
+			without = true
+		}
+	}
+	if without {
+		p.index.Match(p.hashes, p.hist)
+	}
+	if withEvents {
+		p.recent.Match(p.hashes, nil, p.fresh)
+	}
 	for _, i := range cand {
 		id := p.ids.id(s.Endpoints[i].ID)
 		if p.eps[id].events {
@@ -240,9 +252,14 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	defer p.mu.Unlock()
 	id := p.endpoint(&EndpointState{ID: endpoint})
 	tokens := isl(req) // not picked by this policy: charge the whole prompt
-	if p.last.req == req && p.last.id == req.ID && int(id) < len(p.last.tokens) {
+	picked := p.last.req == req && p.last.id == req.ID
+	if picked && int(id) < len(p.last.tokens) {
 		tokens = p.last.tokens[id]
 	}
+	if !picked {
+		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
+	}
+	p.last.req = nil
 	p.release(req.ID, now)
 	e := &p.eps[id]
 	if e.queued == 0 {
@@ -250,7 +267,6 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	}
 	e.queued += tokens
 	p.reqs[req.ID] = ttftReq{id, tokens}
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	if len(p.hashes) > 0 {
 		p.index.Add(p.hashes, id)
 		p.sweep(now)
