@@ -19,8 +19,8 @@ import (
 //	    full steps − the time the queue has been worked on,
 //	    time to prefill the request's uncached tokens after its cached prefix)
 //
-// priced by the endpoint's step-time model (EndpointState.Prefill) with its running requests
-// decoding alongside. Queued tokens are the router's own: each routed request adds the prompt
+// priced by the endpoint's step-time model (EndpointState.Prefill) with the router's requests
+// past their first token there decoding alongside. Queued tokens are the router's own: each routed request adds the prompt
 // tokens its endpoint does not cache, and its first token (FirstTokenObserver; Finished where
 // first tokens are not reported) removes them and restarts the endpoint's clock, so the
 // estimate corrects itself with every answer. Cached tokens are the
@@ -101,6 +101,7 @@ type PredictedTTFT struct {
 // ttftEp is one endpoint's queue of prefill work.
 type ttftEp struct {
 	queued    int // Σ uncached prompt tokens of requests awaiting their first token
+	pending   int // requests awaiting their first token
 	busySince time.Time
 	events    bool // the endpoint has sent KV events
 	capacity  int  // index capacity last set
@@ -177,7 +178,9 @@ func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached in
 		}
 		return max(time.Duration(float64(q.queued+newTokens)/rate)-now.Sub(q.busySince), own), own
 	}
-	dec, ctx := e.Running, int64(e.InFlightTokens)
+	// The router's own requests past their first token decode alongside: fresh, unlike the
+	// scraped Running, which a stale scrape would turn into a wrong prediction.
+	dec, ctx := max(0, e.InFlight-q.pending), int64(e.InFlightTokens)
 	own = e.Prefill.PrefillTime(newTokens, cached, dec, ctx)
 	if q.queued == 0 {
 		return own, own
@@ -266,6 +269,7 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 		e.busySince = now
 	}
 	e.queued += tokens
+	e.pending++
 	p.reqs[req.ID] = ttftReq{id, tokens}
 	if len(p.hashes) > 0 {
 		p.index.Add(p.hashes, id)
@@ -285,6 +289,7 @@ func (p *PredictedTTFT) release(reqID string, now time.Time) {
 	delete(p.reqs, reqID)
 	e := &p.eps[r.ep]
 	e.queued = max(0, e.queued-r.tokens)
+	e.pending = max(0, e.pending-1)
 	e.busySince = now
 }
 
