@@ -15,8 +15,9 @@ import (
 // predicts the request's time to first token and picks the smallest prediction (ties at
 // random). The prediction is
 //
-//	max(time to prefill the queued tokens and the request's uncached ones, batched into
-//	    full steps − the time the queue has been worked on,
+//	max(time to prefill the queued tokens and the request's uncached ones, packed into
+//	    full steps, + their attention over their own contexts (which packing does not
+//	    share) − the time the queue has been worked on,
 //	    time to prefill the request's uncached tokens after its cached prefix)
 //
 // priced by the endpoint's step-time model (EndpointState.Prefill) with the router's requests
@@ -91,17 +92,19 @@ type PredictedTTFT struct {
 	fresh  []int
 	cand   []int
 	pred   []float64
-	last   struct { // the last Pick's request and each endpoint id's uncached tokens
+	last   struct { // the last Pick's request and each endpoint id's uncached tokens and extra
 		req    *Request
 		id     string
 		tokens []int
+		extra  []time.Duration
 	}
 }
 
 // ttftEp is one endpoint's queue of prefill work.
 type ttftEp struct {
-	queued    int // Σ uncached prompt tokens of requests awaiting their first token
-	pending   int // requests awaiting their first token
+	queued    int           // Σ uncached prompt tokens of requests awaiting their first token
+	extra     time.Duration // Σ their unshared prefill time (predict's extra)
+	pending   int           // requests awaiting their first token
 	busySince time.Time
 	events    bool // the endpoint has sent KV events
 	capacity  int  // index capacity last set
@@ -110,6 +113,7 @@ type ttftEp struct {
 type ttftReq struct {
 	ep     int32
 	tokens int
+	extra  time.Duration
 }
 
 var (
@@ -154,38 +158,43 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 	n := isl(req)
 	p.pred = resize(p.pred, len(p.cand))
 	p.last.tokens = resize(p.last.tokens, p.ids.size())
+	p.last.extra = resize(p.last.extra, p.ids.size())
 	p.last.req, p.last.id = req, req.ID
 	for k, i := range p.cand {
 		e := &s.Endpoints[i]
 		id := p.ids.id(e.ID)
 		cached := min(p.run[id]*p.cfg.BlockSize, n)
 		p.last.tokens[id] = n - cached
-		ttft, own := p.predict(e, id, n-cached, cached, s.Now)
+		ttft, own, extra := p.predict(e, id, n-cached, cached, s.Now)
+		p.last.extra[id] = extra
 		p.pred[k] = float64(ttft + time.Duration(p.cfg.Externality*float64(own)))
 	}
 	return Decision{Index: p.cand[argminRandom(p.rng, p.pred)], Reason: ReasonPredictedTTFT}, nil
 }
 
 // predict returns the TTFT of a request with newTokens uncached after cached on endpoint e
-// (id), its running requests decoding alongside, and the time its own prefill takes.
-func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached int, now time.Time) (ttft, own time.Duration) {
+// (id), its running requests decoding alongside; the time its own prefill takes; and the
+// part of that time that packing into steps does not share (its attention over its own
+// context: own − the same tokens packed without context).
+func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached int, now time.Time) (ttft, own, extra time.Duration) {
 	q := p.eps[id]
 	if e.Prefill == nil {
 		rate := p.cfg.FallbackTokensPerSecond / float64(time.Second)
 		own = time.Duration(float64(newTokens) / rate)
-		if q.queued == 0 {
-			return own, own
+		if q.pending == 0 {
+			return own, own, 0
 		}
-		return max(time.Duration(float64(q.queued+newTokens)/rate)-now.Sub(q.busySince), own), own
+		return max(time.Duration(float64(q.queued+newTokens)/rate)+q.extra-now.Sub(q.busySince), own), own, 0
 	}
 	// The router's own requests past their first token decode alongside: fresh, unlike the
 	// scraped Running, which a stale scrape would turn into a wrong prediction.
 	dec, ctx := max(0, e.InFlight-q.pending), int64(e.InFlightTokens)
 	own = e.Prefill.PrefillTime(newTokens, cached, dec, ctx)
-	if q.queued == 0 {
-		return own, own
+	extra = max(0, own-e.Prefill.BatchTime(newTokens, dec, ctx))
+	if q.pending == 0 {
+		return own, own, extra
 	}
-	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)-now.Sub(q.busySince), own), own
+	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)+q.extra+extra-now.Sub(q.busySince), own), own, extra
 }
 
 // cached fills p.run[id] with the leading blocks of the request each candidate caches.
@@ -254,10 +263,10 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.endpoint(&EndpointState{ID: endpoint})
-	tokens := isl(req) // not picked by this policy: charge the whole prompt
+	tokens, extra := isl(req), time.Duration(0) // not picked by this policy: the whole prompt
 	picked := p.last.req == req && p.last.id == req.ID
 	if picked && int(id) < len(p.last.tokens) {
-		tokens = p.last.tokens[id]
+		tokens, extra = p.last.tokens[id], p.last.extra[id]
 	}
 	if !picked {
 		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
@@ -265,12 +274,13 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	p.last.req = nil
 	p.release(req.ID, now)
 	e := &p.eps[id]
-	if e.queued == 0 {
+	if e.pending == 0 {
 		e.busySince = now
 	}
 	e.queued += tokens
+	e.extra += extra
 	e.pending++
-	p.reqs[req.ID] = ttftReq{id, tokens}
+	p.reqs[req.ID] = ttftReq{id, tokens, extra}
 	if len(p.hashes) > 0 {
 		p.index.Add(p.hashes, id)
 		p.sweep(now)
@@ -289,6 +299,7 @@ func (p *PredictedTTFT) release(reqID string, now time.Time) {
 	delete(p.reqs, reqID)
 	e := &p.eps[r.ep]
 	e.queued = max(0, e.queued-r.tokens)
+	e.extra = max(0, e.extra-r.extra)
 	e.pending = max(0, e.pending-1)
 	e.busySince = now
 }
