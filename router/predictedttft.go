@@ -282,9 +282,11 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	e.pending++
 	p.reqs[req.ID] = ttftReq{id, tokens, extra}
 	if len(p.hashes) > 0 {
-		p.index.Add(p.hashes, id)
 		p.sweep(now)
-		p.recent.Add(p.hashes, id, now)
+		p.recent.Add(p.hashes, id, now) // until its events show these blocks
+		if !e.events {                  // its history is its cache view
+			p.index.Add(p.hashes, id)
+		}
 	}
 }
 
