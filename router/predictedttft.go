@@ -39,10 +39,10 @@ type PredictedTTFTConfig struct {
 	// IndexCapacity is the routing-history index's blocks per endpoint when its KV capacity
 	// is unknown (31,250).
 	IndexCapacity int `json:"index_capacity"`
-	// Externality weighs the request's own prefill time once more in the cost minimised
+	// Externality weighs the request's own prefill time again in the cost minimised
 	// (cost = predicted TTFT + Externality × own prefill time): the work a cache miss adds
-	// delays every later request on that endpoint, which a TTFT alone does not see (1; 0
-	// minimises the predicted TTFT alone).
+	// delays every later request on that endpoint, which a TTFT alone does not see (2,
+	// chosen on the examples' sweeps: docs/policies.md; 0 minimises the predicted TTFT alone).
 	Externality float64 `json:"externality"`
 	// RouteTTL is how long a routed request's blocks count as cached on an endpoint that
 	// sends KV events, before its events take over (30 s).
@@ -51,7 +51,7 @@ type PredictedTTFTConfig struct {
 
 // DefaultPredictedTTFTConfig returns the defaults.
 func DefaultPredictedTTFTConfig() PredictedTTFTConfig {
-	return PredictedTTFTConfig{BlockSize: 16, FallbackTokensPerSecond: 15928, IndexCapacity: 31250, Externality: 1, RouteTTL: Duration(30 * time.Second)}
+	return PredictedTTFTConfig{BlockSize: 16, FallbackTokensPerSecond: 15928, IndexCapacity: 31250, Externality: 2, RouteTTL: Duration(30 * time.Second)}
 }
 
 // Validate checks ranges.

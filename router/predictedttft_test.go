@@ -77,7 +77,7 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 		},
 		{
 			// ep-0 caches the prompt behind 200 queued tokens: TTFT 200 ms; cold ep-1/ep-2:
-			// 160 ms, plus 160 ms their extra prefill costs later requests = 320 ms.
+			// 160 ms, plus 2 × 160 ms for what their extra prefill costs later requests.
 			name: "a cache miss counts what it costs later requests", speeds: []time.Duration{ms, ms, ms},
 			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 200), false}},
 			want: []int{0},
