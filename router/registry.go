@@ -95,6 +95,13 @@ func builtins() []builtin {
 		{"cache-aware", factoryOf(DefaultCacheAwareConfig, NewCacheAware)},
 		{"chwbl", factoryOf(DefaultCHWBLConfig, NewCHWBL)},
 		{"vtc-basic", factoryOf(DefaultVTCConfig, NewVTC)},
+		// Policies the field adopted in 2025–2026; each names its upstream source in its
+		// configuration's doc comment.
+		{"lmetric", factoryOf(DefaultLMetricConfig, NewLMetric)},
+		{"kv-router", factoryOf(DefaultKVRouterConfig, NewKVRouter)},
+		{"token-load", factoryOf(DefaultTokenLoadConfig, NewTokenLoad)},
+		// kvroute's own.
+		{"predicted-ttft", factoryOf(DefaultPredictedTTFTConfig, NewPredictedTTFT)},
 	}
 }
 

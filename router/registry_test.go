@@ -55,8 +55,9 @@ func TestRegistryNew(t *testing.T) {
 
 func TestBuiltinNames(t *testing.T) {
 	want := []string{
-		"cache-aware", "chwbl", "least-kv-cache", "least-request", "power-of-two", "precise-prefix",
-		"prefix-cache", "prefix-score", "prefix-tree", "random", "round-robin", "session-affinity", "vtc-basic",
+		"cache-aware", "chwbl", "kv-router", "least-kv-cache", "least-request", "lmetric", "power-of-two",
+		"precise-prefix", "predicted-ttft", "prefix-cache", "prefix-score", "prefix-tree", "random",
+		"round-robin", "session-affinity", "token-load", "vtc-basic",
 	}
 	got := router.Builtin().Names()
 	if strings.Join(got, ",") != strings.Join(want, ",") {

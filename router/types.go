@@ -57,6 +57,22 @@ type EndpointState struct {
 	NumGPUBlocks int
 	// UpdatedAt is when the scraped fields were read; staleness is part of the view.
 	UpdatedAt time.Time
+	// Prefill predicts how long the endpoint takes to prefill a prompt, from its GPU and
+	// model; nil when they are unknown. predicted-ttft reads it; the simulator fills it from
+	// each replica's gpumodel.Deployment and cmd/route from each backend's gpu and model.
+	Prefill PrefillPredictor
+}
+
+// PrefillPredictor predicts an endpoint's prefill time (gpumodel.PrefillPredictor implements
+// it; router does not import gpumodel).
+type PrefillPredictor interface {
+	// PrefillTime returns how long the endpoint takes to compute tokens new prompt tokens
+	// after cached cached ones while decoding sequences, of decodeContext tokens of context
+	// in all, decode alongside.
+	PrefillTime(tokens, cached, decoding int, decodeContext int64) time.Duration
+	// BatchTime returns how long the endpoint takes to prefill tokens prompt tokens of
+	// several queued requests, batched into full steps.
+	BatchTime(tokens, decoding int, decodeContext int64) time.Duration
 }
 
 // Snapshot is one consistent view of the pool for one decision.
@@ -119,4 +135,14 @@ type KVEventObserver interface {
 	BlockRemoved(endpoint string, hash uint64)
 	// AllBlocksCleared reports that endpoint's cache was emptied.
 	AllBlocksCleared(endpoint string)
+}
+
+// FirstTokenObserver is implemented by policies that track a request's prompt-side load only
+// until its first token comes back, as NVIDIA Dynamo's KV router releases a request's prefill
+// tokens when the first response reaches the frontend (ai-dynamo/dynamo
+// lib/kv-router/src/sequences: release_prompt_load). Callers that see first tokens (the
+// simulator) report them; the policy falls back to Observer.Finished otherwise.
+type FirstTokenObserver interface {
+	// FirstToken reports that req's first token came back from endpoint at now.
+	FirstToken(req *Request, endpoint string, now time.Time)
 }

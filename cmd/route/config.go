@@ -43,6 +43,11 @@ type fileConfig struct {
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
+	// Hardware gives, by backend name or URL, the GPU, model and tensor-parallel size a
+	// backend runs ({gpu: H100-SXM-80GB, model: llama-3.1-8b, tp: 1}), for policies that
+	// predict latency from a step-time model (predicted-ttft); backends left out are priced
+	// at the policy's fallback rate.
+	Hardware map[string]hardwareSpec `yaml:"hardware"`
 	// Gateway is the gateway's configuration.
 	Gateway gateway.Config `yaml:",inline"`
 }
@@ -129,6 +134,11 @@ func (o *options) load() (fileConfig, error) {
 	if err := c.validate(); err != nil {
 		return c, err
 	}
+	prefill, err := prefillPredictors(c.Hardware, c.Gateway.Backends)
+	if err != nil {
+		return c, err
+	}
+	c.Gateway.Prefill = prefill
 	return c, c.Gateway.Validate()
 }
 

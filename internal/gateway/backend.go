@@ -40,6 +40,8 @@ type backend struct {
 	ejectedAt      time.Time // when the proxy last ejected it
 	lastErr        error
 	started        bool // its scrape loop is running
+	// prefill is its step-time model from the configuration (nil: unknown).
+	prefill router.PrefillPredictor
 }
 
 func newBackend(spec backendSpec, m *metrics) (*backend, error) {
@@ -69,7 +71,7 @@ func (b *backend) endpoint() router.EndpointState {
 		ID: b.id, Ready: b.ready, Models: b.models,
 		Running: b.running, Waiting: b.waiting, KVUsage: b.kvUsage,
 		InFlight: b.inFlight, InFlightTokens: b.inFlightTokens,
-		NumGPUBlocks: b.numGPUBlocks, UpdatedAt: b.updatedAt,
+		NumGPUBlocks: b.numGPUBlocks, UpdatedAt: b.updatedAt, Prefill: b.prefill,
 	}
 }
 

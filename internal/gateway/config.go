@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"kvroute/router"
 )
 
 // Config configures a Gateway. Durations decode from strings such as "50ms" in YAML.
@@ -37,6 +39,10 @@ type Config struct {
 	Timeouts TimeoutsConfig `yaml:"timeouts" json:"timeouts"`
 	// Limits bound request sizes and retries.
 	Limits LimitsConfig `yaml:"limits" json:"limits"`
+	// Prefill gives, by backend name or URL, the step-time model of the backend's GPU and
+	// model (router.EndpointState.Prefill, read by predicted-ttft). cmd/route fills it from
+	// its hardware section; the gateway does not import gpumodel.
+	Prefill map[string]router.PrefillPredictor `yaml:"-" json:"-"`
 }
 
 // HealthConfig configures the per-backend scrape loop, which is also the health check.

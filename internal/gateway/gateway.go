@@ -148,6 +148,10 @@ func (g *Gateway) build(cfg Config, old *state) (*state, error) {
 				return nil, err
 			}
 		}
+		b.prefill = cfg.Prefill[spec.name]
+		if b.prefill == nil {
+			b.prefill = cfg.Prefill[spec.url]
+		}
 		st.backends = append(st.backends, b)
 	}
 	for _, k := range cfg.APIKeys {

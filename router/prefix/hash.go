@@ -43,12 +43,33 @@ func ChainHashString(dst []uint64, seed uint64, data string, blockSize, maxBlock
 	}
 	dst = slices.Grow(dst, n)
 	parent := seed
+	var buf [8 + stackBlock]byte
 	for i := 0; i < n; i++ {
 		start := i * blockSize
-		parent = xxhPrefixed(parent, data[start:min(start+blockSize, len(data))])
+		parent = chainStep(&buf, parent, data[start:min(start+blockSize, len(data))])
 		dst = append(dst, parent)
 	}
 	return dst
+}
+
+// stackBlock is the largest block chainStep hashes in one xxhash.Sum64 call over a stack
+// buffer; larger blocks go through a streaming xxhash.Digest (same XXH64, no allocation).
+const stackBlock = 248
+
+// chainStep returns XXH64 (seed 0) of LE8(parent) ‖ block, computed by
+// github.com/cespare/xxhash/v2 (assembly on amd64 and arm64).
+func chainStep(buf *[8 + stackBlock]byte, parent uint64, block string) uint64 {
+	if len(block) <= stackBlock {
+		binary.LittleEndian.PutUint64(buf[:8], parent)
+		n := copy(buf[8:], block)
+		return xxhash.Sum64(buf[:8+n])
+	}
+	var d xxhash.Digest
+	d.Reset()
+	binary.LittleEndian.PutUint64(buf[:8], parent)
+	_, _ = d.Write(buf[:8])
+	_, _ = d.WriteString(block)
+	return d.Sum64()
 }
 
 // Seed returns a chain seed derived from parts, typically the model name, the

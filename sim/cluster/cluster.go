@@ -88,9 +88,13 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 		}
 		s.reps = append(s.reps, rep)
 		m := rep.Metrics()
+		pp, err := gpumodel.NewPrefillPredictor(rc.Deployment)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
+		}
 		s.snap.Endpoints = append(s.snap.Endpoints, router.EndpointState{
 			ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
-			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch,
+			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch, Prefill: pp,
 		})
 	}
 	return s, nil
@@ -108,7 +112,11 @@ func modelSalt(model string) []int32 {
 func (s *Sim) hooks(i int) engine.Hooks {
 	h := engine.Hooks{
 		FirstToken: func(r *engine.Request, at sim.Time) {
-			r.Tag.(*flight).firstToken = at + sim.Time(s.cfg.NetworkDelay)
+			f := r.Tag.(*flight)
+			f.firstToken = at + sim.Time(s.cfg.NetworkDelay)
+			if ft, ok := s.policy.(router.FirstTokenObserver); ok {
+				s.firstToken(ft, i, f, at)
+			}
 		},
 		Done: func(res engine.Result) { s.replicaDone(i, res) },
 	}
@@ -209,6 +217,17 @@ func (s *Sim) newFlight(w workloads.Request, now sim.Time) *flight {
 	}
 	f.ereq = engine.Request{ID: w.ID, Prompt: w.Tokens, OutputTokens: w.OutputTokens, Answer: w.AnswerTokens, Salt: s.salt, Tag: f}
 	return f
+}
+
+// firstToken tells a policy that tracks prompt load that f's first token, produced by
+// replica i at at, reached the router (after the network delay).
+func (s *Sim) firstToken(ft router.FirstTokenObserver, i int, f *flight, at sim.Time) {
+	id := s.snap.Endpoints[i].ID
+	if s.cfg.NetworkDelay == 0 {
+		ft.FirstToken(&f.rreq, id, s.wall(at))
+		return
+	}
+	s.k.Schedule(at+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { ft.FirstToken(&f.rreq, id, s.wall(now)) })
 }
 
 // kvEvent forwards replica i's KV event to a policy that reads the caches.

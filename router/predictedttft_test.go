@@ -1,0 +1,161 @@
+package router_test
+
+import (
+	"testing"
+	"time"
+
+	"kvroute/router"
+	"kvroute/router/routertest"
+)
+
+// linearPrefill prices each new token at perToken, cached tokens at nothing.
+type linearPrefill struct{ perToken time.Duration }
+
+func (l linearPrefill) PrefillTime(tokens, _, _ int, _ int64) time.Duration {
+	return time.Duration(tokens) * l.perToken
+}
+
+func (l linearPrefill) BatchTime(tokens, _ int, _ int64) time.Duration {
+	return time.Duration(tokens) * l.perToken
+}
+
+func TestPredictedTTFTDecisions(t *testing.T) {
+	prompt := toks(1, 160) // 10 blocks of 16
+	ms := time.Millisecond
+	tests := []struct {
+		name    string
+		speeds  []time.Duration // per-token prefill cost of ep-0..2 (0: no model)
+		stored  []kvStore
+		history []activeReq // routed and finished before, no KV events
+		active  []activeReq // routed before, in flight; ft: first token back
+		later   time.Duration
+		params  map[string]any
+		want    []int
+	}{
+		{
+			// ep-0 caches the prompt: 0 ms against 160 ms elsewhere.
+			name: "cached prompt is fastest", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, want: []int{0},
+		},
+		{
+			// ep-0 has 1000 tokens (1 s at the fallback 1000 tok/s) queued ahead.
+			name: "queued prefill repels", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 1000), false}},
+			want: []int{1, 2},
+		},
+		{
+			// 950 ms later 50 ms remain: 50 < 160.
+			name: "queued work drains with time", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 1000), false}},
+			later: 950 * ms, want: []int{0},
+		},
+		{
+			name: "first token releases queued work", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 1000), true}},
+			want: []int{0},
+		},
+		{
+			// No KV events: ep-1's routing history says it holds the prompt.
+			name: "routing history without events", speeds: []time.Duration{ms, ms, ms},
+			history: []activeReq{{"ep-1", prompt, true}}, want: []int{1},
+		},
+		{
+			// ep-1 sends events (of another prompt): a minute after routing, its history no
+			// longer counts; ep-2's events show the first 5 blocks: 80 ms against 160 ms.
+			name: "events override history", speeds: []time.Duration{ms, ms, ms},
+			history: []activeReq{{"ep-1", prompt, true}},
+			stored:  []kvStore{{"ep-1", toks(3, 32), 0, 2}, {"ep-2", prompt, 0, 5}},
+			later:   time.Minute, want: []int{2},
+		},
+		{
+			// Within route_ttl (30 s) a routed prompt counts as cached on ep-1 before its
+			// events say so: 0 ms against ep-2's 80 ms.
+			name: "recently routed counts before its events", speeds: []time.Duration{ms, ms, ms},
+			history: []activeReq{{"ep-1", prompt, true}},
+			stored:  []kvStore{{"ep-1", toks(3, 32), 0, 2}, {"ep-2", prompt, 0, 5}},
+			later:   10 * time.Second, want: []int{1},
+		},
+		{
+			// ep-0 caches the prompt behind 200 queued tokens: TTFT 200 ms; cold ep-1/ep-2:
+			// 160 ms, plus 2 × 160 ms for what their extra prefill costs later requests.
+			name: "a cache miss counts what it costs later requests", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 200), false}},
+			want: []int{0},
+		},
+		{
+			// The same with externality 0: the smallest TTFT alone, 160 ms.
+			name: "externality 0 minimises TTFT alone", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, active: []activeReq{{"ep-0", toks(2, 200), false}},
+			params: map[string]any{"externality": 0.0}, want: []int{1, 2},
+		},
+		{
+			// The same cold prompt: 320 ms on ep-0, 80 ms on ep-1, 160 ms on ep-2 (fallback
+			// 1000 tok/s).
+			name: "each endpoint's step-time model", speeds: []time.Duration{2 * ms, ms / 2, 0},
+			want: []int{1},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			params := map[string]any{"fallback_tokens_per_second": 1000.0}
+			for k, v := range tc.params {
+				params[k] = v
+			}
+			p := mustNew(t, "predicted-ttft", params)
+			s := snap(0, 0, 0)
+			for i, sp := range tc.speeds {
+				if sp > 0 {
+					s.Endpoints[i].Prefill = linearPrefill{sp}
+				}
+			}
+			obs := p.(router.Observer)
+			for i, h := range tc.history {
+				req := &router.Request{ID: "h" + string(rune('a'+i)), Model: routertest.Model, Tokens: h.tokens}
+				obs.Routed(req, h.endpoint, s.Now)
+				obs.Finished(req, h.endpoint, router.Usage{}, s.Now)
+			}
+			kv := p.(router.KVEventObserver)
+			for _, st := range tc.stored {
+				for _, h := range blockHashes(st.tokens)[st.from:st.to] {
+					kv.BlockStored(st.endpoint, h)
+				}
+			}
+			for i, a := range tc.active {
+				req := &router.Request{ID: "a" + string(rune('a'+i)), Model: routertest.Model, Tokens: a.tokens}
+				obs.Routed(req, a.endpoint, s.Now)
+				if a.ft {
+					p.(router.FirstTokenObserver).FirstToken(req, a.endpoint, s.Now)
+				}
+			}
+			s.Now = s.Now.Add(tc.later)
+			req := &router.Request{ID: "new", Model: routertest.Model, Tokens: prompt}
+			for range 30 {
+				if d := pick(t, p, req, s); !containsInt(tc.want, d.Index) || d.Reason != router.ReasonPredictedTTFT {
+					t.Fatalf("picked %+v, want one of %v", d, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// TestPredictedTTFTQueuesWhatItPicked checks that a routed request queues the prefill time
+// predicted for the endpoint it went to: two cold 1000-token requests at once go to
+// different endpoints.
+func TestPredictedTTFTQueuesWhatItPicked(t *testing.T) {
+	p := mustNew(t, "predicted-ttft", nil)
+	s := snap(0, 0)
+	for i := range s.Endpoints {
+		s.Endpoints[i].Prefill = linearPrefill{time.Millisecond}
+	}
+	obs := p.(router.Observer)
+	var got []int
+	for i := range 2 {
+		req := &router.Request{ID: string(rune('a' + i)), Model: routertest.Model, Tokens: toks(10+i, 1000)}
+		d := pick(t, p, req, s)
+		obs.Routed(req, s.Endpoints[d.Index].ID, s.Now)
+		got = append(got, d.Index)
+	}
+	if got[0] == got[1] {
+		t.Errorf("two cold requests at once both went to endpoint %d", got[0])
+	}
+}
