@@ -3,10 +3,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"kvroute/gpumodel"
+	"kvroute/router"
 )
 
 const base = `name: t
@@ -86,9 +88,18 @@ func TestEmbeddedDefaultIsValid(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(points) != 4 || len(points[0].Policies) != 13 || points[0].Fleet.Replicas != 8 || points[0].Reps() != 5 {
-		t.Fatalf("default sweep: %d points, %d policies, %d replicas, %d replications", len(points), len(points[0].Policies),
+	if len(points) != 4 || points[0].Fleet.Replicas != 8 || points[0].Reps() != 5 {
+		t.Fatalf("default sweep: %d points, %d replicas, %d replications", len(points),
 			points[0].Fleet.Replicas, points[0].Reps())
+	}
+	// The default compares every policy there is.
+	var names []string
+	for _, p := range points[0].Policies {
+		names = append(names, p.Name)
+	}
+	slices.Sort(names)
+	if want := router.Builtin().Names(); !slices.Equal(names, want) {
+		t.Errorf("default sweep policies %v, want every registered policy %v", names, want)
 	}
 }
 

@@ -67,15 +67,15 @@ func TestDefaultSweepEndToEnd(t *testing.T) {
 	if err := json.Unmarshal(data, &sum); err != nil {
 		t.Fatal(err)
 	}
-	if len(sum.Runs) != 26 {
-		t.Fatalf("%d runs, want 13 policies × 2 replications", len(sum.Runs))
+	if len(sum.Runs) != 34 {
+		t.Fatalf("%d runs, want 17 policies × 2 replications", len(sum.Runs))
 	}
 	for _, r := range sum.Runs {
 		if r.Metrics["completed"] != r.Metrics["requests"] || r.Metrics["requests"].(float64) == 0 {
 			t.Errorf("%s: %v of %v requests completed", r.Name, r.Metrics["completed"], r.Metrics["requests"])
 		}
 	}
-	if rows := bytes.Count(mustRead(t, filepath.Join(a, "requests.csv")), []byte("\n")); rows < 26*10 {
+	if rows := bytes.Count(mustRead(t, filepath.Join(a, "requests.csv")), []byte("\n")); rows < 34*10 {
 		t.Errorf("requests.csv has %d lines", rows)
 	}
 	if parts, _ := filepath.Glob(filepath.Join(a, ".requests-*")); len(parts) != 0 {
