@@ -1,0 +1,42 @@
+package router
+
+// policyInfos is what Builtin records about each policy: the upstream code it reproduces
+// (project, release or commit, file) and its rule in one line. docs/policies.md explains each
+// in full, with the upstream lines the decision cases of testdata/upstream cite.
+var policyInfos = map[string]PolicyInfo{
+	"random":         {Source: "kvroute", Rule: "uniformly random ready endpoint"},
+	"round-robin":    {Source: "kvroute", Rule: "ready endpoints in snapshot order, cyclically"},
+	"least-request":  {Source: "kvroute", Rule: "fewest running+waiting (+ router in-flight) requests"},
+	"power-of-two":   {Source: "kvroute", Rule: "less loaded of two random ready endpoints"},
+	"least-kv-cache": {Source: "kvroute", Rule: "lowest KV-cache usage"},
+	"session-affinity": {Source: "kvroute after AIBrix x-aibrix-session-key",
+		Rule: "rendezvous hash of the session key; no key: least-request"},
+	"prefix-cache": {
+		Source: "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/prefix_cache.go",
+		Rule:   "imbalanced → least running; else deepest block-hash match within mean+k·σ running, least running among them",
+	},
+	"vtc-basic": {
+		Source: "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/vtc/vtc_basic.go",
+		Rule:   "min |i − tenant tokens/bucket| + utilisation + jitter (virtual token counter)",
+	},
+	"prefix-tree": {
+		Source: "Ray Serve (ray-project/ray) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py",
+		Rule:   "imbalanced → power of two; else longest character-prefix match in a shared tree, above 10% of the prompt",
+	},
+	"cache-aware": {
+		Source: "SGLang router (sgl-project/sglang sgl-router/src/policies/cache_aware.rs)",
+		Rule:   "imbalanced → least load; match rate > threshold → matching worker; else smallest tree",
+	},
+	"prefix-score": {
+		Source: "GIE EPP v1.5.0 (kubernetes-sigs/gateway-api-inference-extension) pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix",
+		Rule:   "max of 3·prefix-match fraction + 2·queue score + 2·(1 − KV usage)",
+	},
+	"precise-prefix": {
+		Source: "llm-d precise-prefix-cache-scorer (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache)",
+		Rule:   "max of 2·KV-event prefix match + 1·(1 − KV usage) + 1·queue score",
+	},
+	"chwbl": {
+		Source: "Neutree (neutree-ai/neutree) cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py; KubeAI v0.21.0 internal/loadbalancer/balance_chwbl.go",
+		Rule:   "consistent hash of a conversation key; walk the ring to the first endpoint under the load bound",
+	},
+}
