@@ -28,8 +28,9 @@ var policyInfos = map[string]PolicyInfo{
 		Rule:   "imbalanced → least load; match rate > threshold → matching worker; else smallest tree",
 	},
 	"prefix-score": {
-		Source: "GIE EPP v1.5.0 (kubernetes-sigs/gateway-api-inference-extension) pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix",
-		Rule:   "max of 3·prefix-match fraction + 2·queue score + 2·(1 − KV usage)",
+		Source:   "GIE EPP v1.5.0 (kubernetes-sigs/gateway-api-inference-extension) pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/hashing.go",
+		Rule:     "max of 3·matched-block fraction + 2·queue score + 2·(1 − KV usage); blocks of engine block size × 4 chars (json of messages for chat)",
+		Variants: []string{PrefixScoreGIE, PrefixScoreLLMD + " (token blocks ≥ 64, dataproducer/prefixhash/hashing.go)"},
 	},
 	"precise-prefix": {
 		Source: "llm-d precise-prefix-cache-scorer (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache)",

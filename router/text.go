@@ -46,3 +46,6 @@ func (p *Pipeline) TextFree() bool {
 	}
 	return !ReadsText(p.picker)
 }
+
+// TextFree is true for the prefix scorer's llm-d-router variant, which hashes token ids.
+func (p *PrefixScorer) TextFree() bool { return p.cfg.Variant == PrefixScoreLLMD }

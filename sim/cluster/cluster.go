@@ -90,7 +90,7 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 		m := rep.Metrics()
 		s.snap.Endpoints = append(s.snap.Endpoints, router.EndpointState{
 			ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
-			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch,
+			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch,
 		})
 	}
 	return s, nil
