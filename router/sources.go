@@ -24,8 +24,9 @@ var policyInfos = map[string]PolicyInfo{
 		Rule:   "imbalanced → power of two; else longest character-prefix match in a shared tree, above 10% of the prompt",
 	},
 	"cache-aware": {
-		Source: "SGLang router (sgl-project/sglang sgl-router/src/policies/cache_aware.rs)",
-		Rule:   "imbalanced → least load; match rate > threshold → matching worker; else smallest tree",
+		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs",
+		Rule:     "imbalanced → first least-loaded; character match rate > 0.3 → a tenant of the deepest match whatever its load; else least-loaded",
+		Variants: []string{CacheAwareGateway, CacheAwareRouter + " (low match → smallest tree, sgl-router/src/policies/cache_aware.rs)"},
 	},
 	"prefix-score": {
 		Source:   "GIE EPP v1.5.0 (kubernetes-sigs/gateway-api-inference-extension) pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/hashing.go",
