@@ -207,7 +207,7 @@ func (p *CacheAware) Routed(req *Request, endpoint string, now time.Time) {
 		p.trees.get(req.Model).Insert(req.Prompt, p.trees.ids.id(endpoint), now.UnixNano())
 	}
 	if now.Sub(p.trees.evicted) >= p.cfg.EvictionInterval.D() {
-		p.trees.evict(p.cfg.MaxTreeSize, p.cfg.MaxTreeSize)
+		p.trees.evict(p.cfg.MaxTreeSize, p.cfg.MaxTreeSize, false)
 		p.trees.evicted = now
 	}
 }

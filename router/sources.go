@@ -20,8 +20,9 @@ var policyInfos = map[string]PolicyInfo{
 		Rule:   "min |i − tenant tokens/bucket| + utilisation + jitter (virtual token counter)",
 	},
 	"prefix-tree": {
-		Source: "Ray Serve (ray-project/ray) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py",
-		Rule:   "imbalanced → power of two; else longest character-prefix match in a shared tree, above 10% of the prompt",
+		Source:   "Ray Serve PrefixCacheAffinityRouter (ray-project/ray ef82d1d9, since PR #59390) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py",
+		Rule:     "replicas holding the longest character match (≥ 10% of the text) else the smallest trees; the first with the shortest queue",
+		Variants: []string{PrefixTreeRay, PrefixTreeRayOld + " (queue spread > 10 → power of two)"},
 	},
 	"cache-aware": {
 		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs",
