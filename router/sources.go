@@ -13,7 +13,7 @@ var policyInfos = map[string]PolicyInfo{
 		Rule: "rendezvous hash of the session key; no key: least-request"},
 	"prefix-cache": {
 		Source: "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/prefix_cache.go",
-		Rule:   "imbalanced → least running; else deepest block-hash match within mean+k·σ running, least running among them",
+		Rule:   "imbalanced → least running only; deepest block match (per model) with running ≤ mean + 2·sample σ; else least running",
 	},
 	"vtc-basic": {
 		Source: "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/vtc/vtc_basic.go",
