@@ -17,7 +17,8 @@ var policyInfos = map[string]PolicyInfo{
 	},
 	"vtc-basic": {
 		Source: "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/vtc/vtc_basic.go",
-		Rule:   "min |i − tenant tokens/bucket| + utilisation + jitter (virtual token counter)",
+		Rule:     "first min of |i − tenant tokens/bucket| + min(running/100, 1) + U[0, 0.1); tenants charged estimates at routing",
+		Variants: []string{VTCAIBrix, VTCRealUsage + " (prompt at routing, real completion at finish; kvroute)"},
 	},
 	"prefix-tree": {
 		Source:   "Ray Serve PrefixCacheAffinityRouter (ray-project/ray ef82d1d9, since PR #59390) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py",
