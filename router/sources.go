@@ -16,7 +16,7 @@ var policyInfos = map[string]PolicyInfo{
 		Rule:   "imbalanced → least running only; deepest block match (per model) with running ≤ mean + 2·sample σ; else least running",
 	},
 	"vtc-basic": {
-		Source: "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/vtc/vtc_basic.go",
+		Source:   "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/vtc/vtc_basic.go",
 		Rule:     "first min of |i − tenant tokens/bucket| + min(running/100, 1) + U[0, 0.1); tenants charged estimates at routing",
 		Variants: []string{VTCAIBrix, VTCRealUsage + " (prompt at routing, real completion at finish; kvroute)"},
 	},
@@ -40,7 +40,8 @@ var policyInfos = map[string]PolicyInfo{
 		Rule:   "max of 2·KV-event prefix match + 1·(1 − KV usage) + 1·queue score",
 	},
 	"chwbl": {
-		Source: "Neutree (neutree-ai/neutree) cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py; KubeAI v0.21.0 internal/loadbalancer/balance_chwbl.go",
-		Rule:   "consistent hash of a conversation key; walk the ring to the first endpoint under the load bound",
+		Source:   "Neutree v1.1.1 (neutree-ai/neutree 6cb41726) cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py",
+		Rule:     "MD5 ring of a system+first-user-messages key; first endpoint on the ring with load+1 ≤ (T+1)/n·1.25, else the first",
+		Variants: []string{CHWBLNeutree, CHWBLKubeAI + " (xxhash ring of adapter+first 100 runes, load ≤ (T+1)/n·1.25; internal/loadbalancer/balance_chwbl.go)"},
 	},
 }
