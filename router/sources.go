@@ -36,8 +36,8 @@ var policyInfos = map[string]PolicyInfo{
 		Variants: []string{PrefixScoreGIE, PrefixScoreLLMD + " (token blocks ≥ 64, dataproducer/prefixhash/hashing.go)"},
 	},
 	"precise-prefix": {
-		Source: "llm-d precise-prefix-cache-scorer (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache)",
-		Rule:   "max of 2·KV-event prefix match + 1·(1 − KV usage) + 1·queue score",
+		Source: "llm-d precise prefix cache (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache/kvblock/in_memory.go; llm-d/llm-d-router v0.10.0 preciseprefixcache)",
+		Rule:   "max of 2·KV-event prefix run (≤ 10 endpoints a block, LoRA-salted) + 1·(1 − KV usage) + 1·queue score",
 	},
 	"chwbl": {
 		Source:   "Neutree v1.1.1 (neutree-ai/neutree 6cb41726) cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py",

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"kvroute/router"
+	"kvroute/router/prefix"
 )
 
 // upstreamTable is one file of testdata/upstream: decision cases for one policy, each
@@ -59,7 +60,11 @@ type caseEvent struct {
 	To       string          `json:"to"`
 	Usage    router.Usage    `json:"usage"`
 	Stored   []uint64        `json:"stored"`
-	Removed  []uint64        `json:"removed"`
+	// StoredTokens stores, on To, the blocks of these token ids under Model as the simulated
+	// engine hashes them (prefix.AppendTokenBlockHashes, 16-token blocks, no adapter).
+	StoredTokens []int32  `json:"stored_tokens"`
+	Model        string   `json:"model"`
+	Removed      []uint64 `json:"removed"`
 }
 
 type caseRequest struct {
@@ -167,8 +172,9 @@ func runCase(t *testing.T, p router.Policy, tc upstreamCase) string {
 			obs.Routed(r, ev.To, now)
 		case ev.Finished != "" && obs != nil:
 			obs.Finished(routed[ev.Finished], ev.To, ev.Usage, now)
-		case len(ev.Stored)+len(ev.Removed) > 0 && kv != nil:
-			for _, h := range ev.Stored {
+		case len(ev.Stored)+len(ev.Removed)+len(ev.StoredTokens) > 0 && kv != nil:
+			stored := prefix.AppendTokenBlockHashes(ev.Stored, prefix.ModelSalt(ev.Model), ev.StoredTokens, 16)
+			for _, h := range stored {
 				kv.BlockStored(ev.To, h)
 			}
 			for _, h := range ev.Removed {
