@@ -12,7 +12,8 @@ import (
 )
 
 // PrecisePrefixConfig configures precise-prefix, llm-d's precise-prefix-cache-scorer profile
-// (routers.md §4): the replicas' real cache contents, learned from their KV events, scored as
+// (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache; llm-d/llm-d-router v0.10.0
+// pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache): the replicas' real cache contents, learned from their KV events, scored as
 // the longest consecutive run of a request's blocks each replica holds, with llm-d's guide
 // weights (precise 2, kv-cache utilization 1, queue 1) and the max-score picker.
 type PrecisePrefixConfig struct {

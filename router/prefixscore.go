@@ -268,7 +268,7 @@ func grow[T any](b []T, n int) []T {
 
 // Routed adds the request's blocks to the chosen endpoint's index, creating its LRU with the
 // endpoint's num_gpu_blocks (auto-tune) or the default capacity first (makeserver: GIE v1.5.0
-// plugin.go 206–216 always falls back to 31,250; llm-d-router v0.10.0 to lruCapacityPerServer).
+// plugin.go 207–217 always falls back to 31,250; llm-d-router v0.10.0 to lruCapacityPerServer).
 func (p *PrefixScorer) Routed(req *Request, endpoint string, _ time.Time) {
 	hashes := p.hashes(req)
 	if len(hashes) == 0 {
