@@ -80,3 +80,21 @@ func TestBuiltinInfo(t *testing.T) {
 		}
 	}
 }
+
+// Every variant a listing names builds; an unknown variant is refused.
+func TestBuiltinVariantsBuild(t *testing.T) {
+	reg := router.Builtin()
+	for _, info := range reg.Info() {
+		for _, v := range info.Variants {
+			name, _, _ := strings.Cut(v, " ")
+			if _, err := reg.New(info.Name, map[string]any{"variant": name}, 1); err != nil {
+				t.Errorf("%s variant %q: %v", info.Name, name, err)
+			}
+		}
+		if len(info.Variants) > 0 {
+			if _, err := reg.New(info.Name, map[string]any{"variant": "no-such-variant"}, 1); err == nil {
+				t.Errorf("%s: an unknown variant was accepted", info.Name)
+			}
+		}
+	}
+}
