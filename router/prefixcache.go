@@ -6,7 +6,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,13 +86,15 @@ func (c PrefixCacheConfig) Validate() error {
 // every EvictionInterval, at lookups too, as AIBrix's background sweeper (lrustore
 // lru_store.go startEviction) does whatever the traffic.
 type PrefixCache struct {
-	cfg   PrefixCacheConfig
-	tok   tokenize.Tokenizer
-	mu    sync.Mutex
-	rng   *rand.Rand
-	ids   interner
-	store *prefix.BlockStore
-	swept time.Time
+	cfg     PrefixCacheConfig
+	tok     tokenize.Tokenizer
+	mu      sync.Mutex
+	rng     *rand.Rand
+	eps     interner           // endpoint IDs
+	holders map[string][]int32 // per model: endpoint id → table holder id, or -1
+	nHolder int32
+	store   *prefix.BlockStore
+	swept   time.Time
 
 	cand, pool []int
 	mask       []bool
@@ -125,7 +126,7 @@ func NewPrefixCache(cfg PrefixCacheConfig, rng *rand.Rand) (*PrefixCache, error)
 	if err != nil {
 		return nil, fmt.Errorf("router: prefix-cache: %w", err)
 	}
-	return &PrefixCache{cfg: cfg, tok: tok, rng: rng, ids: newInterner(), store: store}, nil
+	return &PrefixCache{cfg: cfg, tok: tok, rng: rng, eps: newInterner(), holders: map[string][]int32{}, store: store}, nil
 }
 
 // Name returns "prefix-cache".
@@ -191,7 +192,7 @@ func (p *PrefixCache) bestMatch(s *Snapshot, model string, hashes []uint64) (int
 	for _, i := range p.pool {
 		p.holder(model, s.Endpoints[i].ID)
 	}
-	n := p.ids.size()
+	n := int(p.nHolder)
 	p.mask, p.blocks = resize(p.mask, n), resize(p.blocks, n)
 	clear(p.mask)
 	clear(p.blocks)
@@ -252,7 +253,17 @@ func tableModel(req *Request) string {
 // holder is the table's id for endpoint under model: one id per (model, endpoint) pair stands
 // for the model → pods map of AIBrix's blocks.
 func (p *PrefixCache) holder(model, endpoint string) int32 {
-	return p.ids.id(model + "\x00" + endpoint)
+	ep := p.eps.id(endpoint)
+	ids := p.holders[model]
+	for len(ids) <= int(ep) {
+		ids = append(ids, -1)
+	}
+	if ids[ep] < 0 {
+		ids[ep] = p.nHolder
+		p.nHolder++
+	}
+	p.holders[model] = ids
+	return ids[ep]
 }
 
 // sweep drops the entries idle longer than the TTL when the sweep interval has passed.
@@ -295,9 +306,13 @@ func (*PrefixCache) Finished(*Request, string, Usage, time.Time) {}
 func (p *PrefixCache) Removed(endpoint string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for id, name := range p.ids.names { // every model's entry for the endpoint
-		if strings.HasSuffix(name, "\x00"+endpoint) {
-			p.store.RemoveEndpoint(int32(id))
+	ep, ok := p.eps.lookup(endpoint)
+	if !ok {
+		return
+	}
+	for _, ids := range p.holders { // every model's entry for the endpoint; order does not matter
+		if int(ep) < len(ids) && ids[ep] >= 0 {
+			p.store.RemoveEndpoint(ids[ep])
 		}
 	}
 }
