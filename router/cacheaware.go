@@ -7,7 +7,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
-	"unicode/utf8"
+
+	"kvroute/router/prefix"
 )
 
 // Variants of cache-aware: the low-match branch is where SGLang's two routers differ.
@@ -196,7 +197,7 @@ func servesModel(e *EndpointState, req *Request) bool {
 // charRate is the matched fraction of text in characters (runes), as SGLang counts with
 // chars().count(); matched is a byte length at a rune boundary.
 func charRate(text string, matched int) float64 {
-	return float64(utf8.RuneCountInString(text[:matched])) / float64(utf8.RuneCountInString(text))
+	return float64(prefix.CharCount(text[:matched])) / float64(prefix.CharCount(text))
 }
 
 // Routed inserts the prompt for the chosen worker and trims trees when due.

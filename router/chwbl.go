@@ -5,11 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/cespare/xxhash/v2"
@@ -113,7 +113,9 @@ type CHWBL struct {
 	cand   []int
 	sig    uint64      // signature of the eligible ID list the ring was built for
 	ring   []ringPoint // sorted by hash
-	key    strings.Builder
+	key    []byte      // the request's key, rebuilt per decision
+	md5    hash.Hash
+	sum    [md5.Size]byte
 }
 
 type ringPoint struct {
@@ -129,7 +131,7 @@ func NewCHWBL(cfg CHWBLConfig, _ *rand.Rand) (*CHWBL, error) {
 		return nil, fmt.Errorf("router: chwbl: %w", err)
 	}
 	cfg = cfg.resolved()
-	return &CHWBL{cfg: cfg, kubeai: cfg.Variant == CHWBLKubeAI}, nil
+	return &CHWBL{cfg: cfg, kubeai: cfg.Variant == CHWBLKubeAI, md5: md5.New()}, nil
 }
 
 // Name returns "chwbl".
@@ -219,7 +221,7 @@ func (p *CHWBL) ensureRing(s *Snapshot) {
 			if p.kubeai {
 				h = xxhash.Sum64String(id + strconv.Itoa(v))
 			} else {
-				h = md5Prefix(id + ":" + strconv.Itoa(v))
+				h = p.md5Prefix([]byte(id + ":" + strconv.Itoa(v)))
 			}
 			p.ring = append(p.ring, ringPoint{hash: h, pos: int32(pos)})
 		}
@@ -236,23 +238,24 @@ func (p *CHWBL) ensureRing(s *Snapshot) {
 }
 
 // md5Prefix is Neutree's _hash: the first 16 hex digits of the MD5 digest, as an integer.
-func md5Prefix(s string) uint64 {
-	sum := md5.Sum([]byte(s))
-	return binary.BigEndian.Uint64(sum[:8])
+func (p *CHWBL) md5Prefix(b []byte) uint64 {
+	p.md5.Reset()
+	p.md5.Write(b)
+	return binary.BigEndian.Uint64(p.md5.Sum(p.sum[:0])[:8])
 }
 
 // keyHash hashes the request's key as the variant does.
 func (p *CHWBL) keyHash(req *Request) uint64 {
 	if p.kubeai {
-		return xxhash.Sum64String(p.kubeaiKey(req))
+		p.key = p.kubeaiKey(p.key[:0], req)
+		return xxhash.Sum64(p.key)
 	}
-	return md5Prefix(p.neutreeKey(req))
+	p.key = p.neutreeKey(p.key[:0], req)
+	return p.md5Prefix(p.key)
 }
 
-// neutreeKey builds Neutree's cache key (_extract_cache_key).
-func (p *CHWBL) neutreeKey(req *Request) string {
-	b := &p.key
-	b.Reset()
+// neutreeKey appends Neutree's cache key (_extract_cache_key) to b.
+func (p *CHWBL) neutreeKey(b []byte, req *Request) []byte {
 	system, users := "", 0
 	for _, m := range req.Messages {
 		if m.Role == "system" {
@@ -265,35 +268,31 @@ func (p *CHWBL) neutreeKey(req *Request) string {
 		}
 	}
 	if system != "" {
-		b.WriteString("system:")
-		b.WriteString(system)
+		b = append(append(b, "system:"...), system...)
 	}
 	users = 0
 	for _, m := range req.Messages {
 		if m.Role != "user" {
 			continue
 		}
-		if b.Len() > 0 {
-			b.WriteByte('|')
+		if len(b) > 0 {
+			b = append(b, '|')
 		}
-		b.WriteString("user_" + strconv.Itoa(users) + ":")
-		b.WriteString(m.Content)
+		b = append(strconv.AppendInt(append(b, "user_"...), int64(users), 10), ':')
+		b = append(b, m.Content...)
 		if users++; users >= p.cfg.MaxUserMessages {
 			break
 		}
 	}
-	if b.Len() == 0 { // str(payload): the whole request
-		b.WriteString("payload\x00")
-		b.WriteString(req.Model)
-		b.WriteByte(0)
-		b.WriteString(req.Prompt)
+	if len(b) == 0 { // str(payload): the whole request
+		b = append(append(append(append(b, "payload\x00"...), req.Model...), 0), req.Prompt...)
 	}
-	return b.String()
+	return b
 }
 
-// kubeaiKey builds KubeAI's key: the adapter, then the first PrefixCharLength runes of the
-// first user message for chat (none when there is no user message), of the prompt otherwise.
-func (p *CHWBL) kubeaiKey(req *Request) string {
+// kubeaiKey appends KubeAI's key to b: the adapter, then the first PrefixCharLength runes of
+// the first user message for chat (none when there is no user message), of the prompt otherwise.
+func (p *CHWBL) kubeaiKey(b []byte, req *Request) []byte {
 	text := req.Prompt
 	if len(req.Messages) > 0 {
 		text = ""
@@ -304,9 +303,7 @@ func (p *CHWBL) kubeaiKey(req *Request) string {
 			}
 		}
 	}
-	b := &p.key
-	b.Reset()
-	b.WriteString(req.Adapter)
+	b = append(b, req.Adapter...)
 	n := 0
 	for k := range text {
 		if n == p.cfg.PrefixCharLength {
@@ -315,6 +312,5 @@ func (p *CHWBL) kubeaiKey(req *Request) string {
 		}
 		n++
 	}
-	b.WriteString(text)
-	return b.String()
+	return append(b, text...)
 }
