@@ -100,6 +100,7 @@ type PrefixCache struct {
 	mask       []bool
 	blocks     []int
 	matched    []matchedEndpoint
+	hid        []int32 // holder ids of the pool, in pool order
 	memo       hashMemo
 }
 
@@ -189,19 +190,17 @@ func (p *PrefixCache) bestMatch(s *Snapshot, model string, hashes []uint64) (int
 	if len(hashes) == 0 {
 		return 0, false
 	}
-	for _, i := range p.pool {
-		p.holder(model, s.Endpoints[i].ID)
-	}
+	p.hid = p.holderIDs(p.hid[:0], model, s, p.pool)
 	n := int(p.nHolder)
 	p.mask, p.blocks = resize(p.mask, n), resize(p.blocks, n)
 	clear(p.mask)
 	clear(p.blocks)
-	for _, i := range p.pool {
-		p.mask[p.holder(model, s.Endpoints[i].ID)] = true
+	for _, h := range p.hid {
+		p.mask[h] = true
 	}
 	p.store.Match(hashes, p.mask, p.blocks)
-	for _, i := range p.pool {
-		if b := p.blocks[p.holder(model, s.Endpoints[i].ID)]; b > 0 {
+	for k, i := range p.pool {
+		if b := p.blocks[p.hid[k]]; b > 0 {
 			p.matched = append(p.matched, matchedEndpoint{i, b * 100 / len(hashes), s.Endpoints[i].InFlight})
 		}
 	}
@@ -250,11 +249,28 @@ func tableModel(req *Request) string {
 	return req.Model
 }
 
-// holder is the table's id for endpoint under model: one id per (model, endpoint) pair stands
-// for the model → pods map of AIBrix's blocks.
-func (p *PrefixCache) holder(model, endpoint string) int32 {
-	ep := p.eps.id(endpoint)
+// holderIDs appends to dst the table's id of each endpoint of pool under model: one id per
+// (model, endpoint) pair stands for the model → pods map of AIBrix's blocks.
+func (p *PrefixCache) holderIDs(dst []int32, model string, s *Snapshot, pool []int) []int32 {
 	ids := p.holders[model]
+	for _, i := range pool {
+		var h int32
+		ids, h = p.assign(ids, p.eps.id(s.Endpoints[i].ID))
+		dst = append(dst, h)
+	}
+	p.holders[model] = ids
+	return dst
+}
+
+// holderID is the table's id of endpoint id ep under model.
+func (p *PrefixCache) holderID(model string, ep int32) int32 {
+	ids, h := p.assign(p.holders[model], ep)
+	p.holders[model] = ids
+	return h
+}
+
+// assign returns ids, grown to hold ep, and ep's holder id, assigning a new one if ep has none.
+func (p *PrefixCache) assign(ids []int32, ep int32) ([]int32, int32) {
 	for len(ids) <= int(ep) {
 		ids = append(ids, -1)
 	}
@@ -262,8 +278,7 @@ func (p *PrefixCache) holder(model, endpoint string) int32 {
 		ids[ep] = p.nHolder
 		p.nHolder++
 	}
-	p.holders[model] = ids
-	return ids[ep]
+	return ids, ids[ep]
 }
 
 // sweep drops the entries idle longer than the TTL when the sweep interval has passed.
@@ -295,7 +310,7 @@ func (p *PrefixCache) Routed(req *Request, endpoint string, now time.Time) {
 	if err != nil || len(hashes) == 0 {
 		return
 	}
-	p.store.Add(hashes, p.holder(tableModel(req), endpoint), now)
+	p.store.Add(hashes, p.holderID(tableModel(req), p.eps.id(endpoint)), now)
 	p.sweep(now)
 }
 

@@ -126,6 +126,7 @@ type PrefixScorer struct {
 	ids       interner
 	index     *prefix.Index
 	count     []int
+	cids      []int32 // the candidates' ids, in candidate order
 	gpuBlocks []int  // num_gpu_blocks last seen per endpoint id
 	sized     []bool // the endpoint's LRU exists (it was added to since it joined)
 	blockSize int    // block size in tokens of the current decision
@@ -240,20 +241,20 @@ func (p *PrefixScorer) Score(req *Request, s *Snapshot, cand []int, out []float6
 	p.setBlockSize(s, cand)
 	hashes := p.hashes(req)
 	clear(out)
+	p.cids = p.cids[:0]
 	for _, i := range cand {
 		id := p.ids.id(s.Endpoints[i].ID)
 		p.gpuBlocks = grow(p.gpuBlocks, int(id)+1)
 		p.gpuBlocks[id] = s.Endpoints[i].NumGPUBlocks
+		p.cids = append(p.cids, id)
 	}
 	if len(hashes) == 0 {
 		return
 	}
 	p.count = resize(p.count, p.ids.size())
 	p.index.Match(hashes, p.count)
-	for k, i := range cand {
-		if id, ok := p.ids.lookup(s.Endpoints[i].ID); ok {
-			out[k] = float64(p.count[id]) / float64(len(hashes))
-		}
+	for k, id := range p.cids {
+		out[k] = float64(p.count[id]) / float64(len(hashes))
 	}
 }
 
