@@ -127,9 +127,9 @@ type PrefixScorer struct {
 	index     *prefix.Index
 	count     []int
 	cids      []int32 // the candidates' ids, in candidate order
-	gpuBlocks []int  // num_gpu_blocks last seen per endpoint id
-	sized     []bool // the endpoint's LRU exists (it was added to since it joined)
-	blockSize int    // block size in tokens of the current decision
+	gpuBlocks []int   // num_gpu_blocks last seen per endpoint id
+	sized     []bool  // the endpoint's LRU exists (it was added to since it joined)
+	blockSize int     // block size in tokens of the current decision
 	memo      hashMemo
 }
 
