@@ -100,7 +100,7 @@ func (c CHWBLConfig) Validate() error {
 // (_check_load_with_snapshot 149–176); key = "system:<last system message>" (when not empty)
 // and "user_<k>:<content>" for the first MaxUserMessages user messages, joined by "|"
 // (_extract_cache_key 290–318); with neither, the request itself (str(payload), which kvroute
-// renders from model and prompt).
+// cannot render: it hashes model and prompt with xxhash instead).
 //
 // KubeAI (balance_chwbl.go): ring positions xxhash("<id><i>") (chwblAddEndpoint 86–96), key
 // xxhash(adapter + prefix) (group.go 70), prefix = the first PrefixCharLength runes of the
@@ -115,6 +115,7 @@ type CHWBL struct {
 	ring   []ringPoint // sorted by hash
 	key    []byte      // the request's key, rebuilt per decision
 	md5    hash.Hash
+	xx     xxhash.Digest
 	sum    [md5.Size]byte
 }
 
@@ -250,8 +251,17 @@ func (p *CHWBL) keyHash(req *Request) uint64 {
 		p.key = p.kubeaiKey(p.key[:0], req)
 		return xxhash.Sum64(p.key)
 	}
-	p.key = p.neutreeKey(p.key[:0], req)
-	return p.md5Prefix(p.key)
+	if p.key = p.neutreeKey(p.key[:0], req); len(p.key) > 0 {
+		return p.md5Prefix(p.key)
+	}
+	// str(payload): Python's rendering of the whole request, which kvroute cannot reproduce, so
+	// its ring position differs from Neutree's whatever the hash; equal requests still share
+	// one. xxhash of the model and prompt costs a fraction of MD5 on long prompts.
+	p.xx.Reset()
+	p.xx.WriteString(req.Model)
+	p.xx.Write([]byte{0})
+	p.xx.WriteString(req.Prompt)
+	return p.xx.Sum64()
 }
 
 // neutreeKey appends Neutree's cache key (_extract_cache_key) to b.
@@ -284,10 +294,7 @@ func (p *CHWBL) neutreeKey(b []byte, req *Request) []byte {
 			break
 		}
 	}
-	if len(b) == 0 { // str(payload): the whole request
-		b = append(append(append(append(b, "payload\x00"...), req.Model...), 0), req.Prompt...)
-	}
-	return b
+	return b // empty: no system or user message (keyHash hashes the whole request)
 }
 
 // kubeaiKey appends KubeAI's key to b: the adapter, then the first PrefixCharLength runes of
