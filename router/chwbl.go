@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/cespare/xxhash/v2"
+	"kvroute/router/prefix"
 )
 
 // Variants of chwbl: two projects ship consistent hashing with bounded loads for LLMs.
@@ -115,7 +115,7 @@ type CHWBL struct {
 	ring   []ringPoint // sorted by hash
 	key    []byte      // the request's key, rebuilt per decision
 	md5    hash.Hash
-	xx     xxhash.Digest
+	xx     prefix.KeyDigest
 	sum    [md5.Size]byte
 }
 
@@ -220,7 +220,7 @@ func (p *CHWBL) ensureRing(s *Snapshot) {
 		for v := 0; v < p.cfg.VirtualNodes; v++ {
 			var h uint64
 			if p.kubeai {
-				h = xxhash.Sum64String(id + strconv.Itoa(v))
+				h = prefix.KeyHashString(id + strconv.Itoa(v))
 			} else {
 				h = p.md5Prefix([]byte(id + ":" + strconv.Itoa(v)))
 			}
@@ -249,7 +249,7 @@ func (p *CHWBL) md5Prefix(b []byte) uint64 {
 func (p *CHWBL) keyHash(req *Request) uint64 {
 	if p.kubeai {
 		p.key = p.kubeaiKey(p.key[:0], req)
-		return xxhash.Sum64(p.key)
+		return prefix.KeyHash(p.key)
 	}
 	if p.key = p.neutreeKey(p.key[:0], req); len(p.key) > 0 {
 		return p.md5Prefix(p.key)
