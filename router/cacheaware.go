@@ -197,7 +197,11 @@ func servesModel(e *EndpointState, req *Request) bool {
 // charRate is the matched fraction of text in characters (runes), as SGLang counts with
 // chars().count(); matched is a byte length at a rune boundary.
 func charRate(text string, matched int) float64 {
-	return float64(prefix.CharCount(text[:matched])) / float64(prefix.CharCount(text))
+	if matched == len(text) {
+		return 1
+	}
+	m := prefix.CharCount(text[:matched])
+	return float64(m) / float64(m+prefix.CharCount(text[matched:])) // one pass over text
 }
 
 // Routed inserts the prompt for the chosen worker and trims trees when due.
