@@ -6,7 +6,8 @@ import (
 )
 
 // The common baselines: random, round-robin, least-request, power-of-two and least-kv-cache.
-// AIBrix registers all five under these names (routers.md §2.1, §2.5); their rules are simple
+// AIBrix registers all five under these names (vllm-project/aibrix v0.7.0
+// pkg/plugins/gateway/algorithms/router.go); their rules are simple
 // enough to share this file.
 
 // RandomConfig configures the random policy; it has no parameters.

@@ -7,11 +7,28 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"kvroute/router/prefix"
 )
 
-// CacheAwareConfig configures cache-aware, SGLang's router policy (routers.md §5); defaults
-// are what the sglang_router command line gives users.
+// Variants of cache-aware: the low-match branch is where SGLang's two routers differ.
+const (
+	// CacheAwareGateway is sgl-model-gateway at sgl-project/sglang b93974f1
+	// (sgl-model-gateway/src/policies/cache_aware.rs): a low match goes to the least-loaded
+	// healthy worker.
+	CacheAwareGateway = "sgl-model-gateway-b93974f1"
+	// CacheAwareRouter is the older sgl-router at sgl-project/sglang 026f853b
+	// (sgl-router/src/policies/cache_aware.rs): a low match goes to the smallest tree.
+	CacheAwareRouter = "sgl-router-026f853b"
+)
+
+// CacheAwareConfig configures cache-aware, SGLang's cache-aware router policy; defaults are
+// what the sglang_router command line gives users (router_args.py: 0.3 / 64 / 1.5 / 120 s /
+// 2^26), not the Rust struct's (0.5 / 32 / 1.1 / 30 s / 10,000).
 type CacheAwareConfig struct {
+	// Variant picks the upstream version: "sgl-model-gateway-b93974f1" (default) or
+	// "sgl-router-026f853b".
+	Variant string `json:"variant"`
 	// CacheThreshold: a match rate above it routes to the matching worker (0.3).
 	CacheThreshold float64 `json:"cache_threshold"`
 	// BalanceAbsThreshold and BalanceRelThreshold: the pool is imbalanced when max − min load
@@ -27,7 +44,7 @@ type CacheAwareConfig struct {
 // DefaultCacheAwareConfig returns the sglang_router command-line defaults.
 func DefaultCacheAwareConfig() CacheAwareConfig {
 	return CacheAwareConfig{
-		CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5,
+		Variant: CacheAwareGateway, CacheThreshold: 0.3, BalanceAbsThreshold: 64, BalanceRelThreshold: 1.5,
 		EvictionInterval: Duration(120 * time.Second), MaxTreeSize: 1 << 26,
 	}
 }
@@ -35,6 +52,9 @@ func DefaultCacheAwareConfig() CacheAwareConfig {
 // Validate checks ranges.
 func (c CacheAwareConfig) Validate() error {
 	var errs []error
+	if c.Variant != CacheAwareGateway && c.Variant != CacheAwareRouter {
+		errs = append(errs, fmt.Errorf("variant %q: want %q or %q", c.Variant, CacheAwareGateway, CacheAwareRouter))
+	}
 	if !(c.CacheThreshold >= 0 && c.CacheThreshold <= 1) {
 		errs = append(errs, fmt.Errorf("cache_threshold %v: want 0..1", c.CacheThreshold))
 	}
@@ -53,12 +73,17 @@ func (c CacheAwareConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CacheAware is SGLang's cache-aware policy over a per-model character radix tree. A worker's
-// load is the router's in-flight count. Per decision:
-//  1. imbalanced (max − min > BalanceAbsThreshold and max > min × BalanceRelThreshold): the
-//     least-loaded worker;
-//  2. otherwise a match rate above CacheThreshold picks the worker holding the longest match
-//     (least loaded among ties), and a lower one the worker with the smallest tree.
+// CacheAware is SGLang's cache-aware policy over a per-model character radix tree
+// (cache_aware.rs select_worker, both variants). A worker's load is the router's in-flight
+// count. Per decision:
+//  1. imbalanced — max − min load over every worker of the model, ready or not, exceeds
+//     BalanceAbsThreshold and max > min × BalanceRelThreshold: the first least-loaded ready
+//     worker in pool order (min_by_key);
+//  2. otherwise the match rate is the matched characters (not bytes) over the prompt's
+//     characters. Above CacheThreshold: a tenant of the deepest matched node, whatever its
+//     load (upstream takes the first in a DashMap's hash order, which we draw at random);
+//     at or below: the first least-loaded ready worker (gateway) or a smallest-tree tenant
+//     (router). A chosen worker that is not ready gives the first ready worker.
 //
 // Routed inserts the prompt for the chosen worker, whichever branch chose it.
 type CacheAware struct {
@@ -77,7 +102,7 @@ var (
 	_ Observer = (*CacheAware)(nil)
 )
 
-// NewCacheAware returns an SGLang-style cache-aware policy; rng breaks ties.
+// NewCacheAware returns an SGLang cache-aware policy; rng stands in for DashMap's order.
 func NewCacheAware(cfg CacheAwareConfig, rng *rand.Rand) (*CacheAware, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: cache-aware: %w", err)
@@ -96,28 +121,87 @@ func (p *CacheAware) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if p.cand, err = Eligible(p.cand, req, s); err != nil {
 		return Decision{}, err
 	}
-	inflight := func(i int) float64 { return float64(s.Endpoints[i].InFlight) }
-	lo, hi := math.MaxInt, math.MinInt
-	for _, i := range p.cand {
-		lo, hi = min(lo, s.Endpoints[i].InFlight), max(hi, s.Endpoints[i].InFlight)
-	}
-	if hi-lo > p.cfg.BalanceAbsThreshold && float64(hi) > float64(lo)*p.cfg.BalanceRelThreshold {
-		return Decision{Index: pickMin(p.rng, p.cand, inflight), Reason: ReasonImbalance}, nil
+	if p.imbalanced(req, s) { // cache_aware.rs: loads of all workers, healthy or not
+		return Decision{Index: p.firstLeastLoaded(s), Reason: ReasonImbalance}, nil
 	}
 	tree := p.trees.get(req.Model)
-	p.allow = p.trees.allowMask(p.allow, s, p.cand)
-	matched, holders := tree.Match(req.Prompt, p.allow, p.holder[:0])
-	reason := ReasonPrefixMatch
-	if len(req.Prompt) == 0 || float64(matched)/float64(len(req.Prompt)) <= p.cfg.CacheThreshold {
-		reason = ReasonLowMatch
-		holders = tree.SmallestTenants(p.allow, holders[:0])
-	}
+	matched, holders := tree.Match(req.Prompt, nil, p.holder[:0])
 	p.holder = holders
-	p.pool = p.trees.endpoints(p.pool[:0], s, p.cand, holders)
-	if len(p.pool) == 0 { // cannot happen: holders are allowed, hence eligible
-		p.pool = append(p.pool, p.cand...)
+	if matched > 0 && len(holders) > 0 && charRate(req.Prompt, matched) > p.cfg.CacheThreshold {
+		return Decision{Index: p.readyOr(s, holders[p.rng.IntN(len(holders))]), Reason: ReasonPrefixMatch}, nil
 	}
-	return Decision{Index: pickMin(p.rng, p.pool, inflight), Reason: reason}, nil
+	if p.cfg.Variant == CacheAwareGateway {
+		return Decision{Index: p.firstLeastLoaded(s), Reason: ReasonLowMatch}, nil
+	}
+	p.allow = p.modelMask(req, s)
+	p.holder = tree.SmallestTenants(p.allow, p.holder[:0])
+	return Decision{Index: p.readyOr(s, p.holder[p.rng.IntN(len(p.holder))]), Reason: ReasonLowMatch}, nil
+}
+
+// imbalanced is SGLang's balance gate over the loads of every endpoint serving the model.
+func (p *CacheAware) imbalanced(req *Request, s *Snapshot) bool {
+	lo, hi := math.MaxInt, 0
+	for i := range s.Endpoints {
+		if e := &s.Endpoints[i]; servesModel(e, req) {
+			lo, hi = min(lo, e.InFlight), max(hi, e.InFlight)
+		}
+	}
+	return hi-lo > p.cfg.BalanceAbsThreshold && float64(hi) > float64(lo)*p.cfg.BalanceRelThreshold
+}
+
+// firstLeastLoaded is min_by_key over the ready workers: the first minimum in pool order.
+func (p *CacheAware) firstLeastLoaded(s *Snapshot) int {
+	best := p.cand[0]
+	for _, i := range p.cand[1:] {
+		if s.Endpoints[i].InFlight < s.Endpoints[best].InFlight {
+			best = i
+		}
+	}
+	return best
+}
+
+// readyOr returns the eligible endpoint of tenant id t, or the first eligible endpoint when t
+// is not eligible (cache_aware.rs: "Fallback to first healthy worker").
+func (p *CacheAware) readyOr(s *Snapshot, t int32) int {
+	for _, i := range p.cand {
+		if id, ok := p.trees.ids.lookup(s.Endpoints[i].ID); ok && id == t {
+			return i
+		}
+	}
+	return p.cand[0]
+}
+
+// modelMask marks the tenant ids of every endpoint serving the model, ready or not: SGLang
+// inserts each worker into its model's tree when it joins (init_workers).
+func (p *CacheAware) modelMask(req *Request, s *Snapshot) []bool {
+	for i := range s.Endpoints {
+		p.trees.ids.id(s.Endpoints[i].ID)
+	}
+	mask := resize(p.allow, p.trees.ids.size())
+	clear(mask)
+	for i := range s.Endpoints {
+		if servesModel(&s.Endpoints[i], req) {
+			mask[p.trees.ids.id(s.Endpoints[i].ID)] = true
+		}
+	}
+	return mask
+}
+
+// servesModel is Serves whether or not e is ready.
+func servesModel(e *EndpointState, req *Request) bool {
+	ready := *e
+	ready.Ready = true
+	return Serves(&ready, req)
+}
+
+// charRate is the matched fraction of text in characters (runes), as SGLang counts with
+// chars().count(); matched is a byte length at a rune boundary.
+func charRate(text string, matched int) float64 {
+	if matched == len(text) {
+		return 1
+	}
+	m := prefix.CharCount(text[:matched])
+	return float64(m) / float64(m+prefix.CharCount(text[matched:])) // one pass over text
 }
 
 // Routed inserts the prompt for the chosen worker and trims trees when due.
@@ -128,7 +212,7 @@ func (p *CacheAware) Routed(req *Request, endpoint string, now time.Time) {
 		p.trees.get(req.Model).Insert(req.Prompt, p.trees.ids.id(endpoint), now.UnixNano())
 	}
 	if now.Sub(p.trees.evicted) >= p.cfg.EvictionInterval.D() {
-		p.trees.evict(p.cfg.MaxTreeSize, p.cfg.MaxTreeSize)
+		p.trees.evict(p.cfg.MaxTreeSize, p.cfg.MaxTreeSize, false)
 		p.trees.evicted = now
 	}
 }

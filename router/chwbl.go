@@ -5,40 +5,78 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
+
+	"kvroute/router/prefix"
 )
 
-// CHWBLConfig configures consistent hashing with bounded loads, as Neutree documents it (seed
-// 004) after KubeAI's PrefixHash (routers.md §7).
+// Variants of chwbl: two projects ship consistent hashing with bounded loads for LLMs.
+const (
+	// CHWBLNeutree is Neutree v1.1.1 (neutree-ai/neutree 6cb41726,
+	// cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py), a Ray Serve router.
+	CHWBLNeutree = "neutree-v1.1.1"
+	// CHWBLKubeAI is KubeAI v0.21.0's PrefixHash (substratusai/kubeai 6babe2c,
+	// internal/loadbalancer/balance_chwbl.go).
+	CHWBLKubeAI = "kubeai-v0.21.0"
+)
+
+// CHWBLConfig configures chwbl. Zero values take the variant's defaults.
 type CHWBLConfig struct {
-	// VirtualNodes is the number of ring positions per endpoint, at MD5("<id>:<index>").
+	// Variant is "neutree-v1.1.1" or "kubeai-v0.21.0"; empty means KubeAI when
+	// PrefixCharLength is set and Neutree otherwise.
+	Variant string `json:"variant"`
+	// VirtualNodes is the number of ring positions per endpoint (Neutree 100, KubeAI 256).
 	VirtualNodes int `json:"virtual_nodes_per_replica"`
 	// LoadFactor bounds an endpoint's load relative to the mean (1.25 = 25% above it).
 	LoadFactor float64 `json:"load_factor"`
-	// MaxUserMessages is how many leading user messages join the system prompt in the key.
+	// MaxUserMessages is how many leading user messages Neutree's key takes (2).
 	MaxUserMessages int `json:"max_user_messages_for_cache"`
-	// PrefixCharLength, when > 0, switches to KubeAI's key (PrefixHash, whose CRD default is
-	// 100): the first PrefixCharLength bytes of the first user message for chat, of the
-	// prompt otherwise; the system prompt is ignored. 0 keeps Neutree's key.
+	// PrefixCharLength is how many characters (runes) of the first user message, or of the
+	// prompt, KubeAI's key takes (the CRD default, 100).
 	PrefixCharLength int `json:"prefix_char_length"`
 }
 
-// DefaultCHWBLConfig returns Neutree's defaults: 100 virtual nodes, load factor 1.25, 2 user
-// messages.
+// DefaultCHWBLConfig returns the defaults: Neutree's variant, load factor 1.25, 2 user
+// messages; the virtual nodes and prefix length follow the variant.
 func DefaultCHWBLConfig() CHWBLConfig {
-	return CHWBLConfig{VirtualNodes: 100, LoadFactor: 1.25, MaxUserMessages: 2}
+	return CHWBLConfig{LoadFactor: 1.25, MaxUserMessages: 2}
+}
+
+// resolved fills the variant's defaults in.
+func (c CHWBLConfig) resolved() CHWBLConfig {
+	if c.Variant == "" {
+		c.Variant = CHWBLNeutree
+		if c.PrefixCharLength > 0 {
+			c.Variant = CHWBLKubeAI
+		}
+	}
+	if c.Variant == CHWBLKubeAI {
+		if c.VirtualNodes == 0 {
+			c.VirtualNodes = 256 // api/k8s/v1/model_types.go Replication default
+		}
+		if c.PrefixCharLength == 0 {
+			c.PrefixCharLength = 100 // model_types.go PrefixCharLength default
+		}
+	}
+	if c.VirtualNodes == 0 {
+		c.VirtualNodes = 100 // chwbl_scheduler.py initialize_state
+	}
+	return c
 }
 
 // Validate checks ranges.
 func (c CHWBLConfig) Validate() error {
 	var errs []error
-	if c.VirtualNodes < 1 || c.VirtualNodes > 100000 {
-		errs = append(errs, fmt.Errorf("virtual_nodes_per_replica %d: want 1..100000", c.VirtualNodes))
+	if c.Variant != "" && c.Variant != CHWBLNeutree && c.Variant != CHWBLKubeAI {
+		errs = append(errs, fmt.Errorf("variant %q: want %q or %q", c.Variant, CHWBLNeutree, CHWBLKubeAI))
+	}
+	if c.VirtualNodes < 0 || c.VirtualNodes > 100000 {
+		errs = append(errs, fmt.Errorf("virtual_nodes_per_replica %d: want 1..100000 (0: the variant's)", c.VirtualNodes))
 	}
 	if !(c.LoadFactor >= 1) || math.IsInf(c.LoadFactor, 0) {
 		errs = append(errs, fmt.Errorf("load_factor %v: want a finite value >= 1", c.LoadFactor))
@@ -47,24 +85,38 @@ func (c CHWBLConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("max_user_messages_for_cache %d: want >= 0", c.MaxUserMessages))
 	}
 	if c.PrefixCharLength < 0 {
-		errs = append(errs, fmt.Errorf("prefix_char_length %d: want >= 0 (0: Neutree's key)", c.PrefixCharLength))
+		errs = append(errs, fmt.Errorf("prefix_char_length %d: want >= 0 (0: the variant's)", c.PrefixCharLength))
 	}
 	return errors.Join(errs...)
 }
 
 // CHWBL hashes a request's cache key onto a ring of endpoints and walks the ring from there
-// until an endpoint's in-flight load passes the bound: with n eligible endpoints and total
-// in-flight T, endpoint e is accepted when InFlight(e)+1 ≤ (T+1)/n × LoadFactor. If none is
-// accepted, the first endpoint found is used. The key is the system prompt plus the first
-// MaxUserMessages user messages for chat requests, the whole prompt otherwise; a LoRA adapter
-// name is prefixed, as KubeAI does, so adapters spread independently.
+// to the first eligible endpoint whose load is within the bound; if none is, the first
+// eligible endpoint met. Loads are the router's in-flight counts; T is their sum and n the
+// number of ready endpoints serving the model (adapter or not).
+//
+// Neutree (chwbl_scheduler.py): ring positions MD5("<id>:<i>") (_add_replica_to_ring 190–198),
+// key MD5 (_hash 178–181, first 8 bytes); accept when load+1 ≤ (T+1)/n × LoadFactor
+// (_check_load_with_snapshot 149–176); key = "system:<last system message>" (when not empty)
+// and "user_<k>:<content>" for the first MaxUserMessages user messages, joined by "|"
+// (_extract_cache_key 290–318); with neither, the request itself (str(payload), which kvroute
+// cannot render: it hashes model and prompt with xxhash instead).
+//
+// KubeAI (balance_chwbl.go): ring positions xxhash("<id><i>") (chwblAddEndpoint 86–96), key
+// xxhash(adapter + prefix) (group.go 70), prefix = the first PrefixCharLength runes of the
+// first user message, of the prompt otherwise (internal/apiutils/request.go firstNChars);
+// accept any endpoint when T = 0, else when load ≤ (T+1)/n × LoadFactor (chwblLoadOK 152–162).
 type CHWBL struct {
-	cfg  CHWBLConfig
-	mu   sync.Mutex
-	cand []int
-	sig  uint64      // signature of the eligible ID list the ring was built for
-	ring []ringPoint // sorted by hash
-	key  strings.Builder
+	cfg    CHWBLConfig
+	kubeai bool
+	mu     sync.Mutex
+	cand   []int
+	sig    uint64      // signature of the eligible ID list the ring was built for
+	ring   []ringPoint // sorted by hash
+	key    []byte      // the request's key, rebuilt per decision
+	md5    hash.Hash
+	xx     prefix.KeyDigest
+	sum    [md5.Size]byte
 }
 
 type ringPoint struct {
@@ -79,7 +131,8 @@ func NewCHWBL(cfg CHWBLConfig, _ *rand.Rand) (*CHWBL, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: chwbl: %w", err)
 	}
-	return &CHWBL{cfg: cfg}, nil
+	cfg = cfg.resolved()
+	return &CHWBL{cfg: cfg, kubeai: cfg.Variant == CHWBLKubeAI, md5: md5.New()}, nil
 }
 
 // Name returns "chwbl".
@@ -94,7 +147,7 @@ func (p *CHWBL) Pick(req *Request, s *Snapshot) (Decision, error) {
 		return Decision{}, err
 	}
 	p.ensureRing(s)
-	h := hashKey(p.cacheKey(req))
+	h := p.keyHash(req)
 	start, _ := slices.BinarySearchFunc(p.ring, h, func(pt ringPoint, h uint64) int {
 		switch {
 		case pt.hash < h:
@@ -104,13 +157,19 @@ func (p *CHWBL) Pick(req *Request, s *Snapshot) (Decision, error) {
 		}
 		return 0
 	})
-	total, minLoad := 0, math.MaxInt
+	total, n := groupLoad(req, s)
+	bound := float64(total+1) / float64(n) * p.cfg.LoadFactor
+	accept := func(load int) bool {
+		if p.kubeai {
+			return total == 0 || float64(load) <= bound
+		}
+		return float64(load+1) <= bound
+	}
+	minLoad := math.MaxInt
 	for _, i := range p.cand {
-		total += s.Endpoints[i].InFlight
 		minLoad = min(minLoad, s.Endpoints[i].InFlight)
 	}
-	bound := float64(total+1) / float64(len(p.cand)) * p.cfg.LoadFactor
-	if float64(minLoad+1) > bound {
+	if !accept(minLoad) {
 		// No endpoint can pass: the walk would visit the whole ring and fall back to the first.
 		return Decision{Index: p.cand[p.ring[start%len(p.ring)].pos], Reason: ReasonRingSaturated}, nil
 	}
@@ -120,7 +179,7 @@ func (p *CHWBL) Pick(req *Request, s *Snapshot) (Decision, error) {
 		if first < 0 {
 			first = i
 		}
-		if float64(s.Endpoints[i].InFlight+1) <= bound {
+		if accept(s.Endpoints[i].InFlight) {
 			reason := ReasonRingFirst
 			if i != first {
 				reason = ReasonRingOverflow
@@ -129,6 +188,19 @@ func (p *CHWBL) Pick(req *Request, s *Snapshot) (Decision, error) {
 		}
 	}
 	return Decision{Index: first, Reason: ReasonRingSaturated}, nil
+}
+
+// groupLoad returns the in-flight total and the number of the ready endpoints serving req's
+// model, whatever its adapter: KubeAI's model group, Neutree's deployment replicas.
+func groupLoad(req *Request, s *Snapshot) (total, n int) {
+	model := Request{Model: req.Model}
+	for i := range s.Endpoints {
+		if e := &s.Endpoints[i]; Serves(e, &model) {
+			total += e.InFlight
+			n++
+		}
+	}
+	return total, max(n, 1)
 }
 
 // ensureRing rebuilds the ring when the eligible endpoint list changed.
@@ -146,8 +218,13 @@ func (p *CHWBL) ensureRing(s *Snapshot) {
 	for pos, i := range p.cand {
 		id := s.Endpoints[i].ID
 		for v := 0; v < p.cfg.VirtualNodes; v++ {
-			sum := md5.Sum([]byte(id + ":" + strconv.Itoa(v)))
-			p.ring = append(p.ring, ringPoint{hash: binary.BigEndian.Uint64(sum[:8]), pos: int32(pos)})
+			var h uint64
+			if p.kubeai {
+				h = prefix.KeyHashString(id + strconv.Itoa(v))
+			} else {
+				h = p.md5Prefix([]byte(id + ":" + strconv.Itoa(v)))
+			}
+			p.ring = append(p.ring, ringPoint{hash: h, pos: int32(pos)})
 		}
 	}
 	slices.SortFunc(p.ring, func(a, b ringPoint) int {
@@ -161,39 +238,68 @@ func (p *CHWBL) ensureRing(s *Snapshot) {
 	})
 }
 
-// cacheKey builds the ring key: adapter, system prompt and the first user messages for chat;
-// adapter and the whole prompt otherwise; or KubeAI's prefix key (prefixKey).
-func (p *CHWBL) cacheKey(req *Request) string {
-	if n := p.cfg.PrefixCharLength; n > 0 {
-		return p.prefixKey(req, n)
-	}
-	if len(req.Messages) == 0 {
-		if req.Adapter == "" {
-			return req.Prompt
-		}
-		return req.Adapter + "\x00" + req.Prompt
-	}
-	b := &p.key
-	b.Reset()
-	b.WriteString(req.Adapter)
-	users := 0
-	for _, m := range req.Messages {
-		switch {
-		case m.Role == "system":
-		case m.Role == "user" && users < p.cfg.MaxUserMessages:
-			users++
-		default:
-			continue
-		}
-		b.WriteByte(0)
-		b.WriteString(m.Content)
-	}
-	return b.String()
+// md5Prefix is Neutree's _hash: the first 16 hex digits of the MD5 digest, as an integer.
+func (p *CHWBL) md5Prefix(b []byte) uint64 {
+	p.md5.Reset()
+	p.md5.Write(b)
+	return binary.BigEndian.Uint64(p.md5.Sum(p.sum[:0])[:8])
 }
 
-// prefixKey builds KubeAI's key: adapter and the first n bytes of the first user message for
-// chat, of the prompt otherwise (routers.md §7.1).
-func (p *CHWBL) prefixKey(req *Request, n int) string {
+// keyHash hashes the request's key as the variant does.
+func (p *CHWBL) keyHash(req *Request) uint64 {
+	if p.kubeai {
+		p.key = p.kubeaiKey(p.key[:0], req)
+		return prefix.KeyHash(p.key)
+	}
+	if p.key = p.neutreeKey(p.key[:0], req); len(p.key) > 0 {
+		return p.md5Prefix(p.key)
+	}
+	// str(payload): Python's rendering of the whole request, which kvroute cannot reproduce, so
+	// its ring position differs from Neutree's whatever the hash; equal requests still share
+	// one. xxhash of the model and prompt costs a fraction of MD5 on long prompts.
+	p.xx.Reset()
+	p.xx.WriteString(req.Model)
+	p.xx.Write([]byte{0})
+	p.xx.WriteString(req.Prompt)
+	return p.xx.Sum64()
+}
+
+// neutreeKey appends Neutree's cache key (_extract_cache_key) to b.
+func (p *CHWBL) neutreeKey(b []byte, req *Request) []byte {
+	system, users := "", 0
+	for _, m := range req.Messages {
+		if m.Role == "system" {
+			system = m.Content
+		} else if m.Role == "user" {
+			users++
+			if users >= p.cfg.MaxUserMessages {
+				break
+			}
+		}
+	}
+	if system != "" {
+		b = append(append(b, "system:"...), system...)
+	}
+	users = 0
+	for _, m := range req.Messages {
+		if m.Role != "user" {
+			continue
+		}
+		if len(b) > 0 {
+			b = append(b, '|')
+		}
+		b = append(strconv.AppendInt(append(b, "user_"...), int64(users), 10), ':')
+		b = append(b, m.Content...)
+		if users++; users >= p.cfg.MaxUserMessages {
+			break
+		}
+	}
+	return b // empty: no system or user message (keyHash hashes the whole request)
+}
+
+// kubeaiKey appends KubeAI's key to b: the adapter, then the first PrefixCharLength runes of
+// the first user message for chat (none when there is no user message), of the prompt otherwise.
+func (p *CHWBL) kubeaiKey(b []byte, req *Request) []byte {
 	text := req.Prompt
 	if len(req.Messages) > 0 {
 		text = ""
@@ -204,9 +310,14 @@ func (p *CHWBL) prefixKey(req *Request, n int) string {
 			}
 		}
 	}
-	text = text[:min(n, len(text))]
-	if req.Adapter == "" {
-		return text
+	b = append(b, req.Adapter...)
+	n := 0
+	for k := range text {
+		if n == p.cfg.PrefixCharLength {
+			text = text[:k]
+			break
+		}
+		n++
 	}
-	return req.Adapter + "\x00" + text
+	return append(b, text...)
 }

@@ -33,7 +33,7 @@ type Weighted struct {
 }
 
 // Pipeline composes filters, weighted scorers and a picker into a Policy, the shape of the
-// Gateway API Inference Extension's scheduler profile (routers.md §3.1): filters in sequence,
+// Gateway API Inference Extension's scheduler profile (kubernetes-sigs/gateway-api-inference-extension v1.5.0, pkg/epp/framework/interface/scheduling/plugins.go): filters in sequence,
 // the final score of an endpoint is Σ weight·score, then the picker decides. Scorers and
 // filters that implement Observer receive the pipeline's Observer calls.
 type Pipeline struct {

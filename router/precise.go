@@ -12,7 +12,8 @@ import (
 )
 
 // PrecisePrefixConfig configures precise-prefix, llm-d's precise-prefix-cache-scorer profile
-// (routers.md §4): the replicas' real cache contents, learned from their KV events, scored as
+// (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache; llm-d/llm-d-router v0.10.0
+// pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache): the replicas' real cache contents, learned from their KV events, scored as
 // the longest consecutive run of a request's blocks each replica holds, with llm-d's guide
 // weights (precise 2, kv-cache utilization 1, queue 1) and the max-score picker.
 type PrecisePrefixConfig struct {
@@ -69,8 +70,13 @@ func NewPrecisePrefix(cfg PrecisePrefixConfig, rng *rand.Rand) (*Pipeline, error
 }
 
 // PreciseScorer scores the fraction of a request's full blocks that an endpoint holds as a
-// consecutive run from the first block, per the endpoints' KV events. Not safe for concurrent
-// use on its own: a Pipeline serializes it.
+// consecutive run from the first block, per the endpoints' KV events. As llm-d-kv-cache's
+// in-memory index (v0.8.1 pkg/kvcache/kvblock/in_memory.go 36, 197) it keeps at most
+// podsPerKey endpoints per block, least recently stored first out. Block hashes are salted with
+// the model and, for a LoRA request, the adapter name (llm-d-kv-cache #243). Speculative
+// entries live SpeculativeTTL: llm-d-router v0.10.0 keeps them in a ttlcache
+// (dataproducer/preciseprefixcache/prerequest.go buildSpeculativeCache), whose cleanup timer
+// fires at the earliest expiry. Not safe for concurrent use on its own: a Pipeline serializes it.
 type PreciseScorer struct {
 	blockSize int
 	ids       interner
@@ -110,7 +116,7 @@ func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
 // Score writes each candidate's consecutive held blocks over the request's full blocks.
 func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float64) {
 	clear(out)
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.blockSize)
+	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], preciseSalt(req), req.Tokens, p.blockSize)
 	if len(p.hashes) == 0 {
 		return
 	}
@@ -141,12 +147,26 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 	}
 }
 
-// BlockStored records that endpoint caches hash.
+// podsPerKey is llm-d-kv-cache's defaultPodsPerKey: the endpoints kept per block key.
+const podsPerKey = 10
+
+// preciseSalt is the first block's parent: the model, and the adapter for a LoRA request.
+func preciseSalt(req *Request) uint64 {
+	if req.Adapter == "" {
+		return prefix.ModelSalt(req.Model)
+	}
+	return prefix.ModelSalt(req.Model + "\x00" + req.Adapter)
+}
+
+// BlockStored records that endpoint caches hash, as the block's most recent holder; the
+// least recent of more than podsPerKey holders is forgotten (the index's per-key LRU).
 func (p *PreciseScorer) BlockStored(endpoint string, hash uint64) {
 	id := p.ids.id(endpoint)
-	if hs := p.holders[hash]; !slices.Contains(hs, id) {
-		p.holders[hash] = append(hs, id)
+	hs := slices.DeleteFunc(p.holders[hash], func(e int32) bool { return e == id })
+	if hs = append(hs, id); len(hs) > podsPerKey {
+		hs = append(hs[:0], hs[len(hs)-podsPerKey:]...)
 	}
+	p.holders[hash] = hs
 }
 
 // BlockRemoved records that endpoint evicted hash.
@@ -195,7 +215,7 @@ func (p *PreciseScorer) Routed(req *Request, endpoint string, now time.Time) {
 	}
 	id := p.ids.id(endpoint)
 	until := now.Add(p.specTTL)
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.blockSize)
+	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], preciseSalt(req), req.Tokens, p.blockSize)
 	for _, h := range p.hashes {
 		p.spec[h] = append(p.spec[h], specEntry{id, until})
 	}

@@ -114,10 +114,14 @@ func TestPrefixTreeLowMatchGoesToSmallestTree(t *testing.T) {
 	if got.Index != 2 || got.Reason != router.ReasonLowMatch {
 		t.Fatalf("unrelated prompt: %+v, want endpoint 2 (smallest tree, low-match)", got)
 	}
-	// Queue spread above 10: power of two.
+	// Queue spread above 10: power of two before ray PR #59390, prefix matching since.
 	s.Endpoints[0].Running = 11
-	if got := pick(t, p, req("new", text(99, 1000)), s); got.Reason != router.ReasonImbalance {
-		t.Fatalf("imbalanced pool: reason %q, want %q", got.Reason, router.ReasonImbalance)
+	if got := pick(t, p, req("new", text(99, 1000)), s); got.Reason != router.ReasonLowMatch {
+		t.Fatalf("spread 11, threshold ∞: reason %q, want %q", got.Reason, router.ReasonLowMatch)
+	}
+	old := mustNew(t, "prefix-tree", map[string]any{"variant": "ray-before-pr59390"})
+	if got := pick(t, old, req("new", text(99, 1000)), s); got.Reason != router.ReasonImbalance {
+		t.Fatalf("spread 11, threshold 10: reason %q, want %q", got.Reason, router.ReasonImbalance)
 	}
 }
 

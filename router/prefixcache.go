@@ -13,13 +13,15 @@ import (
 	"kvroute/router/tokenize"
 )
 
-// PrefixCacheConfig configures prefix-cache, AIBrix's prefix-cache-aware router (seeds 000 and
-// 001; code and shipped defaults in routers.md §2.2–2.3). Defaults are the shipped ones.
+// PrefixCacheConfig configures prefix-cache, AIBrix's prefix-cache-aware router (AIBrix v0.7.0,
+// vllm-project/aibrix c5465890, pkg/plugins/gateway/algorithms/prefix_cache.go routeOriginal).
+// Defaults are the shipped ones (config/ and dist/chart/ manifests).
 type PrefixCacheConfig struct {
-	// Tokenizer is "character" (UTF-8 bytes) or "tiktoken" (cl100k_base, 4 bytes a token).
+	// Tokenizer is "character" (UTF-8 bytes) or "tiktoken" (the cl100k_base tokens of the text,
+	// 4 bytes a token: pkg/utils/tokenizer/local_tiktoken.go), AIBRIX_PREFIX_CACHE_TOKENIZER_TYPE.
 	Tokenizer string `json:"tokenizer"`
-	// BlockSize is the hashed block length in tokenizer output bytes; 0 means the tokenizer's
-	// recommendation: 128 for character, 16 for tiktoken.
+	// BlockSize is the hashed block length in tokenizer output bytes, one setting whatever the
+	// tokenizer (AIBRIX_PREFIX_CACHE_BLOCK_SIZE: 128 shipped; 0 also means 128).
 	BlockSize int `json:"block_size"`
 	// BlockNumber is the capacity of the global LRU prefix table, in blocks (200,000).
 	BlockNumber int `json:"block_number"`
@@ -67,29 +69,38 @@ func (c PrefixCacheConfig) Validate() error {
 }
 
 // PrefixCache is AIBrix's prefix-cache router. Running requests are the router's own in-flight
-// counts (AIBrix's realtime counter). Per decision:
+// counts (AIBrix's realtime counter). Per decision (prefix_cache.go routeOriginal):
 //  1. if max − min running over the eligible endpoints exceeds ImbalanceAbsCount, only the
-//     endpoints holding the minimum stay candidates;
-//  2. the prompt is tokenized and cut into chained-hash blocks; each candidate's match is the
-//     number of leading blocks the global table says it holds, as a percentage;
+//     endpoints holding the minimum stay candidates (getTargetPodListOnLoadImbalance);
+//  2. the prompt is tokenized and cut into chained-hash blocks (no model in the hash); each
+//     candidate's match is the number of leading blocks the global table lists it under the
+//     request's model (pkg/utils/prefixcacheindexer/hash.go seqSearchPrefix), as a percentage;
 //  3. matched candidates are shuffled, sorted by match desc then running asc, and the first
-//     whose running ≤ mean + StdDevFactor·σ (over all eligible endpoints) wins;
+//     whose running ≤ mean + StdDevFactor·σ over all eligible endpoints wins, σ being the
+//     sample standard deviation (algorithms/util.go standardDeviation, n − 1);
 //  4. otherwise the least-running eligible endpoint wins, random among ties.
 //
-// Routed records that the chosen endpoint now holds every block of the prompt.
+// Routed records that the chosen endpoint now holds every block of the prompt for the model.
+// The table is one LRU of block hashes, each holding a model → endpoints map, so models share
+// its capacity and recency (hash.go Block). Entries idle longer than EvictionTTL are swept
+// every EvictionInterval, at lookups too, as AIBrix's background sweeper (lrustore
+// lru_store.go startEviction) does whatever the traffic.
 type PrefixCache struct {
-	cfg   PrefixCacheConfig
-	tok   tokenize.Tokenizer
-	mu    sync.Mutex
-	rng   *rand.Rand
-	ids   interner
-	store *prefix.BlockStore
-	swept time.Time
+	cfg     PrefixCacheConfig
+	tok     tokenize.Tokenizer
+	mu      sync.Mutex
+	rng     *rand.Rand
+	eps     interner           // endpoint IDs
+	holders map[string][]int32 // per model: endpoint id → table holder id, or -1
+	nHolder int32
+	store   *prefix.BlockStore
+	swept   time.Time
 
 	cand, pool []int
 	mask       []bool
 	blocks     []int
 	matched    []matchedEndpoint
+	hid        []int32 // holder ids of the pool, in pool order
 	memo       hashMemo
 }
 
@@ -111,15 +122,12 @@ func NewPrefixCache(cfg PrefixCacheConfig, rng *rand.Rand) (*PrefixCache, error)
 	}
 	if cfg.BlockSize == 0 {
 		cfg.BlockSize = 128
-		if cfg.Tokenizer == "tiktoken" {
-			cfg.BlockSize = 16
-		}
 	}
 	store, err := prefix.NewBlockStore(cfg.BlockNumber)
 	if err != nil {
 		return nil, fmt.Errorf("router: prefix-cache: %w", err)
 	}
-	return &PrefixCache{cfg: cfg, tok: tok, rng: rng, ids: newInterner(), store: store}, nil
+	return &PrefixCache{cfg: cfg, tok: tok, rng: rng, eps: newInterner(), holders: map[string][]int32{}, store: store}, nil
 }
 
 // Name returns "prefix-cache".
@@ -134,6 +142,7 @@ func (p *PrefixCache) Pick(req *Request, s *Snapshot) (Decision, error) {
 		return Decision{}, err
 	}
 	reason := ReasonNoMatch
+	p.sweep(s.Now)
 	p.pool = p.imbalanceFilter(s)
 	if len(p.pool) < len(p.cand) {
 		reason = ReasonImbalance
@@ -142,7 +151,7 @@ func (p *PrefixCache) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if err != nil {
 		return Decision{}, fmt.Errorf("router: prefix-cache: %w", err)
 	}
-	if i, ok := p.bestMatch(s, hashes); ok {
+	if i, ok := p.bestMatch(s, tableModel(req), hashes); ok {
 		if reason != ReasonImbalance {
 			reason = ReasonPrefixMatch
 		}
@@ -176,24 +185,22 @@ func (p *PrefixCache) imbalanceFilter(s *Snapshot) []int {
 }
 
 // bestMatch returns the best matched pool endpoint that passes the load filter.
-func (p *PrefixCache) bestMatch(s *Snapshot, hashes []uint64) (int, bool) {
+func (p *PrefixCache) bestMatch(s *Snapshot, model string, hashes []uint64) (int, bool) {
 	p.matched = p.matched[:0]
 	if len(hashes) == 0 {
 		return 0, false
 	}
-	for _, i := range p.pool {
-		p.ids.id(s.Endpoints[i].ID)
-	}
-	n := p.ids.size()
+	p.hid = p.holderIDs(p.hid[:0], model, s, p.pool)
+	n := int(p.nHolder)
 	p.mask, p.blocks = resize(p.mask, n), resize(p.blocks, n)
 	clear(p.mask)
 	clear(p.blocks)
-	for _, i := range p.pool {
-		p.mask[p.ids.id(s.Endpoints[i].ID)] = true
+	for _, h := range p.hid {
+		p.mask[h] = true
 	}
 	p.store.Match(hashes, p.mask, p.blocks)
-	for _, i := range p.pool {
-		if b := p.blocks[p.ids.id(s.Endpoints[i].ID)]; b > 0 {
+	for k, i := range p.pool {
+		if b := p.blocks[p.hid[k]]; b > 0 {
 			p.matched = append(p.matched, matchedEndpoint{i, b * 100 / len(hashes), s.Endpoints[i].InFlight})
 		}
 	}
@@ -216,17 +223,70 @@ func (p *PrefixCache) bestMatch(s *Snapshot, hashes []uint64) (int, bool) {
 	return 0, false
 }
 
-// meanStd returns the mean and population standard deviation of in-flight counts over cand.
+// meanStd returns the mean and the sample standard deviation (n − 1; 0 for one endpoint) of
+// in-flight counts over cand, as AIBrix's mean and standardDeviation (algorithms/util.go).
 func meanStd(s *Snapshot, cand []int) (mean, sd float64) {
 	for _, i := range cand {
 		mean += float64(s.Endpoints[i].InFlight)
 	}
 	mean /= float64(len(cand))
+	if len(cand) < 2 {
+		return mean, 0
+	}
 	for _, i := range cand {
 		d := float64(s.Endpoints[i].InFlight) - mean
 		sd += d * d
 	}
-	return mean, math.Sqrt(sd / float64(len(cand)))
+	return mean, math.Sqrt(sd / float64(len(cand)-1))
+}
+
+// tableModel is the model a request's blocks are listed under: the name the client asked for
+// (AIBrix's ctx.Model), which is the adapter's for a LoRA request.
+func tableModel(req *Request) string {
+	if req.Adapter != "" {
+		return req.Adapter
+	}
+	return req.Model
+}
+
+// holderIDs appends to dst the table's id of each endpoint of pool under model: one id per
+// (model, endpoint) pair stands for the model → pods map of AIBrix's blocks.
+func (p *PrefixCache) holderIDs(dst []int32, model string, s *Snapshot, pool []int) []int32 {
+	ids := p.holders[model]
+	for _, i := range pool {
+		var h int32
+		ids, h = p.assign(ids, p.eps.id(s.Endpoints[i].ID))
+		dst = append(dst, h)
+	}
+	p.holders[model] = ids
+	return dst
+}
+
+// holderID is the table's id of endpoint id ep under model.
+func (p *PrefixCache) holderID(model string, ep int32) int32 {
+	ids, h := p.assign(p.holders[model], ep)
+	p.holders[model] = ids
+	return h
+}
+
+// assign returns ids, grown to hold ep, and ep's holder id, assigning a new one if ep has none.
+func (p *PrefixCache) assign(ids []int32, ep int32) ([]int32, int32) {
+	for len(ids) <= int(ep) {
+		ids = append(ids, -1)
+	}
+	if ids[ep] < 0 {
+		ids[ep] = p.nHolder
+		p.nHolder++
+	}
+	return ids, ids[ep]
+}
+
+// sweep drops the entries idle longer than the TTL when the sweep interval has passed.
+func (p *PrefixCache) sweep(now time.Time) {
+	if now.Sub(p.swept) >= p.cfg.EvictionInterval.D() {
+		p.store.EvictExpired(now, p.cfg.EvictionTTL.D())
+		p.swept = now
+	}
 }
 
 // hashes returns the request's chained block hashes, reusing the last computation when Pick
@@ -235,12 +295,10 @@ func (p *PrefixCache) hashes(req *Request) ([]uint64, error) {
 	return p.memo.get(req, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
 		var err error
 		buf = buf[:0]
-		if p.cfg.Tokenizer == "tiktoken" && req.Tokens != nil {
-			buf = tokenize.AppendTokenBytes(buf, req.Tokens)
-		} else if buf, err = p.tok.AppendBytes(buf, req.Prompt); err != nil {
+		if buf, err = p.tok.AppendBytes(buf, req.Prompt); err != nil {
 			return dst, buf, err
 		}
-		return prefix.ChainHash(dst[:0], prefix.Seed(req.Model, req.Adapter), buf, p.cfg.BlockSize, 0, false), buf, nil
+		return prefix.ChainHash(dst[:0], prefix.Seed(), buf, p.cfg.BlockSize, 0, false), buf, nil
 	})
 }
 
@@ -252,11 +310,8 @@ func (p *PrefixCache) Routed(req *Request, endpoint string, now time.Time) {
 	if err != nil || len(hashes) == 0 {
 		return
 	}
-	p.store.Add(hashes, p.ids.id(endpoint), now)
-	if now.Sub(p.swept) >= p.cfg.EvictionInterval.D() {
-		p.store.EvictExpired(now, p.cfg.EvictionTTL.D())
-		p.swept = now
-	}
+	p.store.Add(hashes, p.holderID(tableModel(req), p.eps.id(endpoint)), now)
+	p.sweep(now)
 }
 
 // Finished does nothing: the table forgets through LRU and TTL, as AIBrix's does.
@@ -266,8 +321,14 @@ func (*PrefixCache) Finished(*Request, string, Usage, time.Time) {}
 func (p *PrefixCache) Removed(endpoint string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if id, ok := p.ids.lookup(endpoint); ok {
-		p.store.RemoveEndpoint(id)
+	ep, ok := p.eps.lookup(endpoint)
+	if !ok {
+		return
+	}
+	for _, ids := range p.holders { // every model's entry for the endpoint; order does not matter
+		if int(ep) < len(ids) && ids[ep] >= 0 {
+			p.store.RemoveEndpoint(ids[ep])
+		}
 	}
 }
 

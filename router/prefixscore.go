@@ -1,28 +1,51 @@
 package router
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"kvroute/router/prefix"
 )
 
-// PrefixScoreConfig configures prefix-score, the Gateway API Inference Extension endpoint
-// picker's default profile (seed 003; routers.md §3.2–3.4): the approximate prefix scorer,
-// the queue scorer and the KV-cache-utilization scorer, summed with weights, then the
-// max-score picker.
+// Variants of prefix-score.
+const (
+	// PrefixScoreGIE is the Gateway API Inference Extension EPP's last release, v1.5.0
+	// (kubernetes-sigs/gateway-api-inference-extension, tag v1.5.0): text chunks of
+	// block size × 4 characters; chat requests hash json.Marshal(messages).
+	PrefixScoreGIE = "gie-v1.5.0"
+	// PrefixScoreLLMD is its successor, llm-d-router v0.10.0 (llm-d/llm-d-router, tag v0.10.0):
+	// token blocks of at least 64 tokens, the trailing partial block included.
+	PrefixScoreLLMD = "llm-d-router-v0.10.0"
+)
+
+// PrefixScoreConfig configures prefix-score, the endpoint picker's default scheduling profile:
+// the approximate prefix scorer (weight 3), the queue scorer (2) and the KV-cache-utilization
+// scorer (2), summed, then the max-score picker. Defaults are GIE v1.5.0's
+// (pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/types.go 90–136).
 type PrefixScoreConfig struct {
-	// BlockSizeTokens and CharsPerToken give the hashed chunk length in characters (16 × 4 = 64).
+	// Variant picks the upstream release: "gie-v1.5.0" (default) or "llm-d-router-v0.10.0".
+	Variant string `json:"variant"`
+	// BlockSizeTokens is the block size in tokens when auto-tuning does not give the engine's
+	// (16). The llm-d-router variant floors it at 64 (plugin.go minBlockSizeTokens).
 	BlockSizeTokens int `json:"block_size_tokens"`
-	CharsPerToken   int `json:"average_chars_per_token"`
-	// MaxPrefixBlocks caps the chunks hashed per request (256).
+	// CharsPerToken converts tokens to characters for the text chunks of the GIE variant (4).
+	CharsPerToken int `json:"average_chars_per_token"`
+	// MaxPrefixBlocks caps the blocks hashed per request (256).
 	MaxPrefixBlocks int `json:"max_prefix_blocks_to_match"`
-	// LRUCapacityPerServer is each endpoint's index capacity in chunks (31,250).
+	// MaxPrefixTokens, when > 0, caps them at MaxPrefixTokens / block size instead; 0 means
+	// the variant's default (none for GIE v1.5.0, 131,072 for llm-d-router v0.10.0).
+	MaxPrefixTokens int `json:"max_prefix_tokens_to_match"`
+	// LRUCapacityPerServer is an endpoint's index capacity in blocks when auto-tuning has no
+	// num_gpu_blocks (31,250). GIE v1.5.0 ignores it and always uses 31,250 (plugin.go 208);
+	// llm-d-router v0.10.0 honours it.
 	LRUCapacityPerServer int `json:"lru_capacity_per_server"`
-	// AutoTune sizes each endpoint's index from its reported num_gpu_blocks when known (true).
+	// AutoTune takes the block size from the first candidate's vllm:cache_config_info
+	// block_size and each endpoint's index capacity from its num_gpu_blocks (true).
 	AutoTune bool `json:"auto_tune"`
 	// PrefixWeight, QueueWeight and KVCacheWeight weigh the three scorers (3, 2, 2).
 	PrefixWeight  float64 `json:"prefix_weight"`
@@ -30,23 +53,28 @@ type PrefixScoreConfig struct {
 	KVCacheWeight float64 `json:"kv_cache_weight"`
 }
 
-// DefaultPrefixScoreConfig returns GIE's defaults.
+// DefaultPrefixScoreConfig returns GIE v1.5.0's defaults.
 func DefaultPrefixScoreConfig() PrefixScoreConfig {
 	return PrefixScoreConfig{
-		BlockSizeTokens: 16, CharsPerToken: 4, MaxPrefixBlocks: 256, LRUCapacityPerServer: 31250,
-		AutoTune: true, PrefixWeight: 3, QueueWeight: 2, KVCacheWeight: 2,
+		Variant: PrefixScoreGIE, BlockSizeTokens: 16, CharsPerToken: 4, MaxPrefixBlocks: 256,
+		LRUCapacityPerServer: prefix.DefaultIndexCapacity, AutoTune: true,
+		PrefixWeight: 3, QueueWeight: 2, KVCacheWeight: 2,
 	}
 }
 
 // Validate checks ranges.
 func (c PrefixScoreConfig) Validate() error {
 	var errs []error
+	if c.Variant != PrefixScoreGIE && c.Variant != PrefixScoreLLMD {
+		errs = append(errs, fmt.Errorf("variant %q: want %q or %q", c.Variant, PrefixScoreGIE, PrefixScoreLLMD))
+	}
 	for _, f := range []struct {
 		name string
 		v    int
 	}{
 		{"block_size_tokens", c.BlockSizeTokens}, {"average_chars_per_token", c.CharsPerToken},
 		{"max_prefix_blocks_to_match", c.MaxPrefixBlocks}, {"lru_capacity_per_server", c.LRUCapacityPerServer},
+		{"max_prefix_tokens_to_match", c.MaxPrefixTokens + 1},
 	} {
 		if f.v < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: want > 0", f.name, f.v))
@@ -63,7 +91,8 @@ func (c PrefixScoreConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// NewPrefixScore returns GIE's default scheduling profile as a Pipeline named "prefix-score".
+// NewPrefixScore returns the endpoint picker's default scheduling profile as a Pipeline named
+// "prefix-score".
 func NewPrefixScore(cfg PrefixScoreConfig, rng *rand.Rand) (*Pipeline, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: prefix-score: %w", err)
@@ -79,18 +108,29 @@ func NewPrefixScore(cfg PrefixScoreConfig, rng *rand.Rand) (*Pipeline, error) {
 	}, MaxScorePicker{}, rng)
 }
 
-// PrefixScorer is GIE's approximate prefix-cache scorer. The prompt is cut into chunks of
-// BlockSizeTokens × CharsPerToken characters (the trailing partial chunk included, at most
-// MaxPrefixBlocks), hashed as a chain seeded by model and adapter; an endpoint scores the
-// fraction of leading chunks the per-endpoint LRU index says it holds. Routed adds every chunk
-// for the chosen endpoint. It is not safe for concurrent use on its own: a Pipeline serializes it.
+// llmdMinBlockTokens and llmdMaxPrefixTokens are llm-d-router v0.10.0's floor on the block
+// size (approximateprefix/plugin.go 44–52) and its default maxPrefixTokensToMatch (types.go 115).
+const (
+	llmdMinBlockTokens  = 64
+	llmdMaxPrefixTokens = 131072
+)
+
+// PrefixScorer is the approximate prefix-cache scorer. Per request it hashes a chain of blocks
+// (see hashText and hashTokens); an endpoint scores the blocks the shared index says it holds
+// along the walk from the first block to the first block nobody holds, over the request's
+// blocks (scorer/prefix/plugin.go 95–115). Routed adds every block for the chosen endpoint,
+// whose LRU is sized when it is first added to (indexer.go Add). It is not safe for concurrent
+// use on its own: a Pipeline serializes it.
 type PrefixScorer struct {
-	cfg   PrefixScoreConfig
-	ids   interner
-	index *prefix.Index
-	count []int
-	caps  []int // capacity last set per endpoint id by auto-tuning
-	memo  hashMemo
+	cfg       PrefixScoreConfig
+	ids       interner
+	index     *prefix.Index
+	count     []int
+	cids      []int32 // the candidates' ids, in candidate order
+	gpuBlocks []int   // num_gpu_blocks last seen per endpoint id
+	sized     []bool  // the endpoint's LRU exists (it was added to since it joined)
+	blockSize int     // block size in tokens of the current decision
+	memo      hashMemo
 }
 
 var _ Observer = (*PrefixScorer)(nil)
@@ -101,67 +141,166 @@ func NewPrefixScorer(cfg PrefixScoreConfig) (*PrefixScorer, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &PrefixScorer{cfg: cfg, ids: newInterner(), index: index}, nil
+	p := &PrefixScorer{cfg: cfg, ids: newInterner(), index: index}
+	p.blockSize = p.floor(cfg.BlockSizeTokens)
+	return p, nil
+}
+
+func (p *PrefixScorer) floor(bs int) int {
+	if p.cfg.Variant == PrefixScoreLLMD {
+		return max(bs, llmdMinBlockTokens)
+	}
+	return bs
+}
+
+// setBlockSize takes the first candidate's engine block size when auto-tuning (GetBlockSize:
+// GIE v1.5.0 plugin.go 237–250, llm-d-router v0.10.0 plugin.go 344–357).
+func (p *PrefixScorer) setBlockSize(s *Snapshot, cand []int) {
+	bs := p.cfg.BlockSizeTokens
+	if p.cfg.AutoTune && len(cand) > 0 && s.Endpoints[cand[0]].BlockSize > 0 {
+		bs = s.Endpoints[cand[0]].BlockSize
+	}
+	if bs = p.floor(bs); bs != p.blockSize {
+		p.blockSize, p.memo.req = bs, nil
+	}
+}
+
+// maxBlocks is resolveMaxBlocks: a token cap, when set, divided by the block size.
+func (p *PrefixScorer) maxBlocks() int {
+	tokens := p.cfg.MaxPrefixTokens
+	if tokens == 0 && p.cfg.Variant == PrefixScoreLLMD {
+		tokens = llmdMaxPrefixTokens
+	}
+	if tokens > 0 {
+		return max(1, tokens/p.blockSize)
+	}
+	return p.cfg.MaxPrefixBlocks
 }
 
 func (p *PrefixScorer) hashes(req *Request) []uint64 {
 	h, _ := p.memo.get(req, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
-		chunk := p.cfg.BlockSizeTokens * p.cfg.CharsPerToken
-		if len(req.Prompt) < chunk {
-			return dst[:0], buf, nil // GIE skips inputs shorter than one chunk
+		seed := prefix.Seed(req.Model, req.Adapter)
+		if p.cfg.Variant == PrefixScoreLLMD {
+			return hashTokens(dst[:0], seed, req.Tokens, p.blockSize, p.maxBlocks()), buf, nil
 		}
-		return prefix.ChainHashString(dst[:0], prefix.Seed(req.Model, req.Adapter), req.Prompt, chunk, p.cfg.MaxPrefixBlocks, true), buf, nil
+		input, buf := gieInput(req, buf[:0])
+		return hashText(dst[:0], seed, input, p.blockSize*p.cfg.CharsPerToken, p.maxBlocks()), buf, nil
 	})
 	return h
 }
 
-// Score writes matched chunks / total chunks per candidate.
+// gieMessage is a chat message as GIE v1.5.0 marshals it (scheduling/types.go 350–355, 402–410).
+type gieMessage struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content"`
+}
+
+// gieInput is what GIE v1.5.0 hashes (approximateprefix/hashing.go getUserInputBytes 96–125):
+// json.Marshal of the messages for a chat request (roles, quoting and Go's HTML escaping
+// included), the prompt text otherwise.
+func gieInput(req *Request, buf []byte) (string, []byte) {
+	if req.Messages == nil {
+		return req.Prompt, buf
+	}
+	msgs := make([]gieMessage, len(req.Messages))
+	for i, m := range req.Messages {
+		msgs[i] = gieMessage{Role: m.Role, Content: m.Content}
+	}
+	b, err := json.Marshal(msgs)
+	if err != nil { // strings always marshal
+		return req.Prompt, buf
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b)), b
+}
+
+// hashText is GIE v1.5.0's hashPrompt (hashing.go 34–88): nothing when the input is shorter
+// than one chunk; at most maxBlocks chunks; full chunks only.
+func hashText(dst []uint64, seed uint64, input string, chunk, maxBlocks int) []uint64 {
+	if chunk < 1 || len(input) < chunk {
+		return dst
+	}
+	return prefix.ChainHashString(dst, seed, input, chunk, maxBlocks, false)
+}
+
+// hashTokens is llm-d-router v0.10.0's GetBlockHashes (dataproducer/prefixhash/hashing.go):
+// blocks of blockSize token ids, the trailing partial block included, at most maxBlocks, chained
+// from a seed of the model (and salt). Nothing without token ids. The chain uses the project's
+// token-block hash (prefix.TokenBlockHash); llm-d's xxhash differs in value, not in which
+// blocks match.
+func hashTokens(dst []uint64, seed uint64, tokens []int32, blockSize, maxBlocks int) []uint64 {
+	parent := seed
+	for i := 0; i < len(tokens) && len(dst) < maxBlocks; i += blockSize {
+		parent = prefix.TokenBlockHash(parent, tokens[i:min(i+blockSize, len(tokens))])
+		dst = append(dst, parent)
+	}
+	return dst
+}
+
+// Score writes matched blocks / total blocks per candidate.
 func (p *PrefixScorer) Score(req *Request, s *Snapshot, cand []int, out []float64) {
+	p.setBlockSize(s, cand)
 	hashes := p.hashes(req)
 	clear(out)
+	p.cids = p.cids[:0]
+	for _, i := range cand {
+		id := p.ids.id(s.Endpoints[i].ID)
+		p.gpuBlocks = grow(p.gpuBlocks, int(id)+1)
+		p.gpuBlocks[id] = s.Endpoints[i].NumGPUBlocks
+		p.cids = append(p.cids, id)
+	}
 	if len(hashes) == 0 {
 		return
 	}
 	p.count = resize(p.count, p.ids.size())
-	clear(p.count)
 	p.index.Match(hashes, p.count)
-	for k, i := range cand {
-		if id, ok := p.ids.lookup(s.Endpoints[i].ID); ok {
-			out[k] = float64(p.count[id]) / float64(len(hashes))
-		}
-		if e := &s.Endpoints[i]; p.cfg.AutoTune && e.NumGPUBlocks > 0 {
-			p.autoTune(e)
-		}
+	for k, id := range p.cids {
+		out[k] = float64(p.count[id]) / float64(len(hashes))
 	}
 }
 
-// autoTune sizes the endpoint's index from its KV capacity: vLLM's blocks of 16 tokens are the
-// chunks of 16 tokens × CharsPerToken characters that GIE hashes.
-func (p *PrefixScorer) autoTune(e *EndpointState) {
-	id := p.ids.id(e.ID)
-	for len(p.caps) <= int(id) {
-		p.caps = append(p.caps, 0)
+// grow extends b with zero values to length n.
+func grow[T any](b []T, n int) []T {
+	for len(b) < n {
+		var zero T
+		b = append(b, zero)
 	}
-	if want := max(1, e.NumGPUBlocks*16/p.cfg.BlockSizeTokens); p.caps[id] != want {
-		if p.index.SetCapacity(id, want) == nil {
-			p.caps[id] = want
-		}
-	}
+	return b
 }
 
-// Routed adds the request's chunks to the chosen endpoint's index.
+// Routed adds the request's blocks to the chosen endpoint's index, creating its LRU with the
+// endpoint's num_gpu_blocks (auto-tune) or the default capacity first (makeserver: GIE v1.5.0
+// plugin.go 207–217 always falls back to 31,250; llm-d-router v0.10.0 to lruCapacityPerServer).
 func (p *PrefixScorer) Routed(req *Request, endpoint string, _ time.Time) {
-	if hashes := p.hashes(req); len(hashes) > 0 {
-		p.index.Add(hashes, p.ids.id(endpoint))
+	hashes := p.hashes(req)
+	if len(hashes) == 0 {
+		return
 	}
+	id := p.ids.id(endpoint)
+	p.sized = grow(p.sized, int(id)+1)
+	p.gpuBlocks = grow(p.gpuBlocks, int(id)+1)
+	if !p.sized[id] {
+		capacity := prefix.DefaultIndexCapacity
+		if p.cfg.Variant == PrefixScoreLLMD {
+			capacity = p.cfg.LRUCapacityPerServer
+		}
+		if p.cfg.AutoTune && p.gpuBlocks[id] > 0 {
+			capacity = p.gpuBlocks[id]
+		}
+		_ = p.index.SetCapacity(id, capacity) // capacity > 0
+		p.sized[id] = true
+	}
+	p.index.Add(hashes, id)
 }
 
 // Finished does nothing: the index forgets through its LRU.
 func (*PrefixScorer) Finished(*Request, string, Usage, time.Time) {}
 
-// Removed drops the endpoint's index.
+// Removed drops the endpoint's index; its LRU is created afresh when it is next added to.
 func (p *PrefixScorer) Removed(endpoint string) {
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.index.RemoveEndpoint(id)
+		if int(id) < len(p.sized) {
+			p.sized[id] = false
+		}
 	}
 }

@@ -11,11 +11,24 @@ import (
 	"kvroute/router/prefix"
 )
 
-// PrefixTreeConfig configures prefix-tree, Ray Serve's PrefixCacheAffinityRouter (seed 002;
-// routers.md §6). ImbalancedThreshold is the earlier shipped default, 10 (Ray now ships ∞).
+// Variants of prefix-tree.
+const (
+	// PrefixTreeRay is Ray Serve's PrefixCacheAffinityRouter since ray PR #59390 (2025-12-11;
+	// read at ray-project/ray ef82d1d9, python/ray/llm/_internal/serve/routing_policies/
+	// prefix_aware/prefix_aware_router.py): imbalanced_threshold defaults to ∞.
+	PrefixTreeRay = "ray-since-pr59390"
+	// PrefixTreeRayOld is the router before that PR: imbalanced_threshold 10.
+	PrefixTreeRayOld = "ray-before-pr59390"
+)
+
+// PrefixTreeConfig configures prefix-tree, Ray Serve's PrefixCacheAffinityRouter
+// (initialize_state defaults).
 type PrefixTreeConfig struct {
+	// Variant picks the upstream version: "ray-since-pr59390" (default) or "ray-before-pr59390".
+	Variant string `json:"variant"`
 	// ImbalancedThreshold: when the largest minus the smallest queue exceeds it, power of two.
-	ImbalancedThreshold int `json:"imbalanced_threshold"`
+	// Unset, the variant's default: ∞ (never), or 10 before ray PR #59390.
+	ImbalancedThreshold *float64 `json:"imbalanced_threshold"`
 	// MatchRateThreshold: a match below this fraction of the prompt goes to the replicas with
 	// the smallest trees instead (0.1).
 	MatchRateThreshold float64 `json:"match_rate_threshold"`
@@ -29,19 +42,33 @@ type PrefixTreeConfig struct {
 	EvictionInterval Duration `json:"eviction_interval"`
 }
 
-// DefaultPrefixTreeConfig returns Ray's defaults, with the imbalance threshold of 10.
+// DefaultPrefixTreeConfig returns Ray's defaults (the newest version's).
 func DefaultPrefixTreeConfig() PrefixTreeConfig {
 	return PrefixTreeConfig{
-		ImbalancedThreshold: 10, MatchRateThreshold: 0.1,
+		Variant: PrefixTreeRay, MatchRateThreshold: 0.1,
 		EvictionThresholdChars: 400000, EvictionTargetChars: 360000, EvictionInterval: Duration(10 * time.Second),
 	}
+}
+
+// imbalance returns the imbalance threshold in force.
+func (c PrefixTreeConfig) imbalance() float64 {
+	switch {
+	case c.ImbalancedThreshold != nil:
+		return *c.ImbalancedThreshold
+	case c.Variant == PrefixTreeRayOld:
+		return 10
+	}
+	return math.Inf(1)
 }
 
 // Validate checks ranges and that the eviction target is below the threshold.
 func (c PrefixTreeConfig) Validate() error {
 	var errs []error
-	if c.ImbalancedThreshold < 0 {
-		errs = append(errs, fmt.Errorf("imbalanced_threshold %d: want >= 0", c.ImbalancedThreshold))
+	if c.Variant != PrefixTreeRay && c.Variant != PrefixTreeRayOld {
+		errs = append(errs, fmt.Errorf("variant %q: want %q or %q", c.Variant, PrefixTreeRay, PrefixTreeRayOld))
+	}
+	if t := c.ImbalancedThreshold; t != nil && !(*t >= 0) {
+		errs = append(errs, fmt.Errorf("imbalanced_threshold %v: want >= 0", *t))
 	}
 	if !(c.MatchRateThreshold >= 0 && c.MatchRateThreshold <= 1) {
 		errs = append(errs, fmt.Errorf("match_rate_threshold %v: want 0..1", c.MatchRateThreshold))
@@ -57,14 +84,17 @@ func (c PrefixTreeConfig) Validate() error {
 }
 
 // PrefixTree is Ray Serve's prefix-cache affinity router over a character radix tree of the
-// prompts sent to each replica (one tree per model). A replica's queue is the larger of the
-// router's in-flight count and the scraped running+waiting count. Per decision:
-//  1. no prompt, or queue spread > ImbalancedThreshold: power of two choices;
-//  2. otherwise match the prompt: a match rate ≥ MatchRateThreshold keeps the replicas tied
-//     on the longest match, a lower one keeps the replicas with the smallest trees;
-//  3. the kept replica with the smallest queue wins, random among ties.
+// prompts sent to each replica (one tree per model). The text is the prompt, or the chat
+// messages' contents joined with no separator (_normalize_prompt_to_string). A replica's
+// queue is the larger of the router's in-flight count and the scraped running+waiting count.
+// Per decision (_prefix_match_best_replicas, choose_replicas):
+//  1. queue spread > the imbalance threshold: power of two choices;
+//  2. otherwise match the text over the candidates: a match rate (in characters) ≥
+//     MatchRateThreshold keeps the replicas holding the longest match; a lower one, an empty
+//     text included, keeps the replicas with the smallest trees;
+//  3. the kept replica with the smallest queue wins, the first in pool order among ties.
 //
-// Routed inserts the prompt for the chosen replica.
+// Routed inserts the text for the chosen replica.
 type PrefixTree struct {
 	cfg    PrefixTreeConfig
 	mu     sync.Mutex
@@ -74,6 +104,7 @@ type PrefixTree struct {
 	pool   []int
 	allow  []bool
 	holder []int32
+	text   textMemo
 }
 
 var (
@@ -81,7 +112,7 @@ var (
 	_ Observer = (*PrefixTree)(nil)
 )
 
-// NewPrefixTree returns a Ray-style prefix-tree policy; rng drives power of two and ties.
+// NewPrefixTree returns a Ray prefix-tree policy; rng drives power of two.
 func NewPrefixTree(cfg PrefixTreeConfig, rng *rand.Rand) (*PrefixTree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: prefix-tree: %w", err)
@@ -103,22 +134,20 @@ func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if p.cand, err = Eligible(p.cand, req, s); err != nil {
 		return Decision{}, err
 	}
-	if req.Prompt == "" {
-		return p.powerOfTwo(s, ReasonNoPrompt), nil
-	}
-	lo, hi := math.MaxInt, math.MinInt
+	lo, hi := math.MaxInt, 0
 	for _, i := range p.cand {
 		q := queueLen(&s.Endpoints[i])
 		lo, hi = min(lo, q), max(hi, q)
 	}
-	if hi-lo > p.cfg.ImbalancedThreshold {
+	if float64(hi-lo) > p.cfg.imbalance() {
 		return p.powerOfTwo(s, ReasonImbalance), nil
 	}
+	text := p.text.get(req)
 	tree := p.trees.get(req.Model)
 	p.allow = p.trees.allowMask(p.allow, s, p.cand)
-	matched, holders := tree.Match(req.Prompt, p.allow, p.holder[:0])
+	matched, holders := tree.Match(text, p.allow, p.holder[:0])
 	reason := ReasonPrefixMatch
-	if float64(matched)/float64(len(req.Prompt)) < p.cfg.MatchRateThreshold {
+	if text == "" || charRate(text, matched) < p.cfg.MatchRateThreshold {
 		reason = ReasonLowMatch
 		holders = tree.SmallestTenants(p.allow, holders[:0])
 	}
@@ -127,8 +156,13 @@ func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if len(p.pool) == 0 { // cannot happen: holders are allowed, hence eligible
 		p.pool = append(p.pool, p.cand...)
 	}
-	i := pickMin(p.rng, p.pool, func(i int) float64 { return float64(queueLen(&s.Endpoints[i])) })
-	return Decision{Index: i, Reason: reason}, nil
+	best := p.pool[0]
+	for _, i := range p.pool[1:] {
+		if queueLen(&s.Endpoints[i]) < queueLen(&s.Endpoints[best]) {
+			best = i
+		}
+	}
+	return Decision{Index: best, Reason: reason}, nil
 }
 
 // powerOfTwo compares two random candidates on their queues.
@@ -152,11 +186,11 @@ func (p *PrefixTree) powerOfTwo(s *Snapshot, reason string) Decision {
 func (p *PrefixTree) Routed(req *Request, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if req.Prompt != "" {
-		p.trees.get(req.Model).Insert(req.Prompt, p.trees.ids.id(endpoint), now.UnixNano())
+	if text := p.text.get(req); text != "" {
+		p.trees.get(req.Model).Insert(text, p.trees.ids.id(endpoint), now.UnixNano())
 	}
 	if p.cfg.DoEviction && now.Sub(p.trees.evicted) >= p.cfg.EvictionInterval.D() {
-		p.trees.evict(p.cfg.EvictionThresholdChars, p.cfg.EvictionTargetChars)
+		p.trees.evict(p.cfg.EvictionThresholdChars, p.cfg.EvictionTargetChars, true)
 		p.trees.evicted = now
 	}
 }
@@ -217,11 +251,15 @@ func (t *treeSet) endpoints(dst []int, s *Snapshot, cand []int, ids []int32) []i
 }
 
 // evict trims every tenant above threshold down to target, in every tree, models in order.
-func (t *treeSet) evict(threshold, target int) {
+func (t *treeSet) evict(threshold, target int, groups bool) {
 	for _, model := range sortedKeys(t.byModel) {
 		tr := t.byModel[model]
 		for id := range int32(t.ids.size()) {
-			if tr.TenantSize(id) > threshold {
+			switch {
+			case tr.TenantSize(id) <= threshold:
+			case groups:
+				tr.EvictTenantGroups(id, target)
+			default:
 				tr.EvictTenant(id, target)
 			}
 		}

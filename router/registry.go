@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Factory builds a policy from raw parameters (as decoded from YAML or JSON: nil means all
@@ -17,15 +18,45 @@ type Factory func(params map[string]any, rng *rand.Rand) (Policy, error)
 // gives one with every policy of this package) and nothing is registered globally.
 type Registry struct {
 	factories map[string]Factory
+	infos     map[string]PolicyInfo
+}
+
+// PolicyInfo describes a registered policy for listings (simulate -list, route -list-policies).
+type PolicyInfo struct {
+	// Name is the registry name.
+	Name string
+	// Source names what the policy reproduces: upstream project, release or commit, and file
+	// ("kvroute" for policies of our own).
+	Source string
+	// Rule is the decision rule in one line.
+	Rule string
+	// Variants lists the values of the policy's `variant` parameter, the default first; nil
+	// when upstream versions do not differ.
+	Variants []string
+}
+
+// String formats the info as one line: name, source, rule and variants.
+func (i PolicyInfo) String() string {
+	s := i.Name + "\t" + i.Source + "\t" + i.Rule
+	if len(i.Variants) > 0 {
+		s += " (variant: " + strings.Join(i.Variants, " | ") + ")"
+	}
+	return s
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{factories: make(map[string]Factory)}
+	return &Registry{factories: make(map[string]Factory), infos: make(map[string]PolicyInfo)}
 }
 
 // Register adds a factory under name; it fails with ErrDuplicatePolicy if name is taken.
 func (r *Registry) Register(name string, f Factory) error {
+	return r.RegisterInfo(PolicyInfo{Name: name}, f)
+}
+
+// RegisterInfo adds a factory under info.Name and records info for Info.
+func (r *Registry) RegisterInfo(info PolicyInfo, f Factory) error {
+	name := info.Name
 	if name == "" || f == nil {
 		return fmt.Errorf("router: register: empty name or nil factory")
 	}
@@ -33,7 +64,17 @@ func (r *Registry) Register(name string, f Factory) error {
 		return fmt.Errorf("%w: %q", ErrDuplicatePolicy, name)
 	}
 	r.factories[name] = f
+	r.infos[name] = info
 	return nil
+}
+
+// Info returns what was registered about each policy, sorted by name.
+func (r *Registry) Info() []PolicyInfo {
+	out := make([]PolicyInfo, 0, len(r.infos))
+	for _, n := range r.Names() {
+		out = append(out, r.infos[n])
+	}
+	return out
 }
 
 // Names returns the registered names in ascending order.
@@ -68,7 +109,12 @@ func NewRand(seed uint64) *rand.Rand {
 func Builtin() *Registry {
 	r := NewRegistry()
 	for _, e := range builtins() {
-		if err := r.Register(e.name, e.factory); err != nil {
+		info, ok := policyInfos[e.name]
+		if !ok {
+			info = PolicyInfo{Name: e.name}
+		}
+		info.Name = e.name
+		if err := r.RegisterInfo(info, e.factory); err != nil {
 			panic(err) // a duplicate among the built-ins is a programming error
 		}
 	}

@@ -64,3 +64,38 @@ func TestBuiltinNames(t *testing.T) {
 		t.Fatalf("Builtin().Names() = %v, want %v", got, want)
 	}
 }
+
+// Every built-in policy says what it reproduces and how it decides, for the listings.
+func TestBuiltinInfo(t *testing.T) {
+	reg := router.Builtin()
+	infos := reg.Info()
+	if len(infos) != len(reg.Names()) {
+		t.Fatalf("Info() has %d entries, Names() %d", len(infos), len(reg.Names()))
+	}
+	for i, info := range infos {
+		if info.Name != reg.Names()[i] || info.Source == "" || info.Rule == "" {
+			t.Errorf("Info()[%d] = %+v: want name %q with a source and a rule", i, info, reg.Names()[i])
+		}
+		if line := info.String(); strings.Contains(line, "\n") || !strings.HasPrefix(line, info.Name+"\t") {
+			t.Errorf("%s: String() = %q: want one line starting with the name", info.Name, line)
+		}
+	}
+}
+
+// Every variant a listing names builds; an unknown variant is refused.
+func TestBuiltinVariantsBuild(t *testing.T) {
+	reg := router.Builtin()
+	for _, info := range reg.Info() {
+		for _, v := range info.Variants {
+			name, _, _ := strings.Cut(v, " ")
+			if _, err := reg.New(info.Name, map[string]any{"variant": name}, 1); err != nil {
+				t.Errorf("%s variant %q: %v", info.Name, name, err)
+			}
+		}
+		if len(info.Variants) > 0 {
+			if _, err := reg.New(info.Name, map[string]any{"variant": "no-such-variant"}, 1); err == nil {
+				t.Errorf("%s: an unknown variant was accepted", info.Name)
+			}
+		}
+	}
+}

@@ -15,9 +15,11 @@ func DefaultSessionAffinityConfig() SessionAffinityConfig { return SessionAffini
 func (SessionAffinityConfig) Validate() error { return nil }
 
 // SessionAffinity sends every request of a session to the same endpoint by rendezvous
-// (highest-random-weight) hashing of Request.SessionKey over the eligible endpoint IDs, as
-// AIBrix does with x-aibrix-session-key (routers.md §2.5). When an endpoint leaves, only its
-// sessions move. Requests without a session key go to the least-request endpoint.
+// (highest-random-weight) hashing of Request.SessionKey over the eligible endpoint IDs, the
+// role AIBrix's x-aibrix-session-key plays (vllm-project/aibrix v0.7.0
+// pkg/plugins/gateway/algorithms/simple_session_affinity.go; the hashing is kvroute's own).
+// When an endpoint leaves, only its sessions move. Requests without a session key go to the
+// least-request endpoint.
 type SessionAffinity struct {
 	mu   sync.Mutex
 	rng  *rand.Rand

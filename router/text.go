@@ -1,5 +1,7 @@
 package router
 
+import "strings"
+
 // TextFree is implemented by policies (and pipeline plugins) that never read a request's
 // Prompt or Messages: they route on the model, the session key, token counts, token ids or
 // load alone. A simulation can then skip generating prompt text, which costs more than
@@ -45,4 +47,32 @@ func (p *Pipeline) TextFree() bool {
 		}
 	}
 	return !ReadsText(p.picker)
+}
+
+// TextFree is true for the prefix scorer's llm-d-router variant, which hashes token ids.
+func (p *PrefixScorer) TextFree() bool { return p.cfg.Variant == PrefixScoreLLMD }
+
+// textMemo keeps the text Ray matches for the last request seen: the prompt, or the chat
+// messages' contents concatenated with no separator (Ray's _normalize_prompt_to_string), so the
+// Pick and Routed of one decision build it once. Callers hold the policy's lock.
+type textMemo struct {
+	req  *Request
+	id   string
+	text string
+	buf  strings.Builder
+}
+
+func (m *textMemo) get(req *Request) string {
+	if m.req == req && m.id == req.ID {
+		return m.text
+	}
+	m.req, m.id, m.text = req, req.ID, req.Prompt
+	if req.Messages != nil {
+		m.buf.Reset()
+		for _, msg := range req.Messages {
+			m.buf.WriteString(msg.Content)
+		}
+		m.text = m.buf.String()
+	}
+	return m.text
 }

@@ -55,6 +55,9 @@ type EndpointState struct {
 	// NumGPUBlocks is the endpoint's KV capacity in blocks (vllm:cache_config_info
 	// num_gpu_blocks); 0 when unknown.
 	NumGPUBlocks int
+	// BlockSize is the endpoint's KV block size in tokens (vllm:cache_config_info block_size);
+	// 0 when unknown.
+	BlockSize int
 	// UpdatedAt is when the scraped fields were read; staleness is part of the view.
 	UpdatedAt time.Time
 	// Prefill predicts how long the endpoint takes to prefill a prompt, from its GPU and

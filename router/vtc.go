@@ -9,12 +9,25 @@ import (
 	"time"
 )
 
-// VTCConfig configures vtc-basic, AIBrix's simplified Virtual Token Counter (seed 001; the
-// defaults are the AIBRIX_ROUTER_VTC_* environment defaults).
+// Variants of vtc-basic.
+const (
+	// VTCAIBrix charges at routing time with AIBrix's estimates, as AIBrix v0.7.0 does
+	// (vllm-project/aibrix c5465890, pkg/plugins/gateway/algorithms/vtc/vtc_basic.go Route).
+	VTCAIBrix = "aibrix-v0.7.0"
+	// VTCRealUsage charges the prompt at routing time and the real completion length when the
+	// request finishes: kvroute's earlier rule, for a router that sees real usage.
+	VTCRealUsage = "real-usage"
+)
+
+// VTCConfig configures vtc-basic, AIBrix's simplified Virtual Token Counter (the defaults are
+// the AIBRIX_ROUTER_VTC_* environment defaults of vtc/token_tracker.go and vtc_basic.go).
 type VTCConfig struct {
+	// Variant picks how tenants are charged: "aibrix-v0.7.0" (default) or "real-usage".
+	Variant string `json:"variant"`
 	// Window is the sliding window over which a tenant's tokens count (5 minutes).
 	Window Duration `json:"window"`
-	// BucketWidth is the window's time unit: tokens are kept per bucket (1 minute).
+	// BucketWidth is the window's resolution (1 second: with the "minutes" unit AIBrix's
+	// toTimestamp still keys buckets by Unix seconds, token_tracker.go 66–71).
 	BucketWidth Duration `json:"bucket_width"`
 	// MinTokens and MaxTokens bound the adaptive normalisation (1,000 and 8,000 tokens).
 	MinTokens float64 `json:"min_tokens"`
@@ -32,7 +45,7 @@ type VTCConfig struct {
 // DefaultVTCConfig returns AIBrix's vtc-basic defaults.
 func DefaultVTCConfig() VTCConfig {
 	return VTCConfig{
-		Window: Duration(5 * time.Minute), BucketWidth: Duration(time.Minute),
+		Variant: VTCAIBrix, Window: Duration(5 * time.Minute), BucketWidth: Duration(time.Second),
 		MinTokens: 1000, MaxTokens: 8000, InputTokenWeight: 1, OutputTokenWeight: 2,
 		MaxPodLoad: 100, FairnessWeight: 1, UtilizationWeight: 1,
 	}
@@ -41,6 +54,9 @@ func DefaultVTCConfig() VTCConfig {
 // Validate checks ranges and cross-field rules.
 func (c VTCConfig) Validate() error {
 	var errs []error
+	if c.Variant != VTCAIBrix && c.Variant != VTCRealUsage {
+		errs = append(errs, fmt.Errorf("variant %q: want %q or %q", c.Variant, VTCAIBrix, VTCRealUsage))
+	}
 	pos := func(name string, v float64) {
 		if !(v > 0) || math.IsInf(v, 0) {
 			errs = append(errs, fmt.Errorf("%s %v: want a finite value > 0", name, v))
@@ -72,12 +88,17 @@ func (c VTCConfig) Validate() error {
 //	FairnessWeight·|i − min(tokens/bucket, n−1)| + UtilizationWeight·min(running/MaxPodLoad, 1) + U[0, 0.1)
 //
 // where tokens is the tenant's weighted token count in the window, bucket = max(MinTokens,
-// (min+max)/2) over all tenants' counts, and running is the scraped vllm:num_requests_running;
-// the lowest score wins. Tenants that have used more land further along the endpoint list, so
-// heavy and light tenants are kept apart. Requests without a tenant go to a random endpoint.
+// (min+max)/2) over the totals of the tenants whose total is positive (MinTokens and MaxTokens
+// when there are none), and running is the scraped vllm:num_requests_running; the first lowest
+// score wins (vtc_basic.go Route). Tenants that have used more land further along the endpoint
+// list, so heavy and light tenants are kept apart. Requests without a tenant go to a random
+// endpoint.
 //
-// AIBrix charges an estimated output length at routing time; kvroute charges the prompt at
-// Routed and the real completion length at Finished, since it sees real usage.
+// Only the requesting tenant's window is pruned, when it routes (token_tracker.go
+// GetTokenCount, UpdateTokenCount): an idle tenant's last total stays in min and max.
+// The aibrix-v0.7.0 variant charges at routing time ceil(len(prompt)/4) input and
+// ceil(1.5 × input) output tokens (vtc/token_estimator.go); real-usage charges the prompt at
+// Routed and the real completion length at Finished.
 type VTC struct {
 	cfg     VTCConfig
 	mu      sync.Mutex
@@ -114,13 +135,13 @@ func (p *VTC) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if req.Tenant == "" {
 		return Decision{Index: p.cand[p.rng.IntN(len(p.cand))], Reason: ReasonNoTenantRandom}, nil
 	}
-	unit := p.unit(s.Now)
-	lo, hi := p.extremes(unit)
-	bucket := math.Max(p.cfg.MinTokens, (lo+hi)/2)
 	var tokens float64
 	if w := p.tenants[req.Tenant]; w != nil {
+		w.prune(p.cutoff(s.Now))
 		tokens = w.total
 	}
+	lo, hi := p.extremes()
+	bucket := math.Max(p.cfg.MinTokens, (lo+hi)/2)
 	norm := math.Min(tokens/bucket, float64(len(p.cand)-1))
 	best, bestScore := -1, math.Inf(1)
 	for k, i := range p.cand {
@@ -133,13 +154,19 @@ func (p *VTC) Pick(req *Request, s *Snapshot) (Decision, error) {
 	return Decision{Index: best, Reason: ReasonFairness}, nil
 }
 
-// Routed charges the tenant for the prompt.
+// Routed charges the tenant: AIBrix's estimates, or the prompt under real-usage.
 func (p *VTC) Routed(req *Request, _ string, now time.Time) {
 	if req.Tenant == "" {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.cfg.Variant == VTCAIBrix {
+		in := math.Ceil(float64(len(req.Prompt)) / 4)
+		out := math.Ceil(in * 1.5)
+		p.charge(req.Tenant, now, p.cfg.InputTokenWeight*in+p.cfg.OutputTokenWeight*out)
+		return
+	}
 	if _, dup := p.open[req.ID]; dup {
 		return
 	}
@@ -151,7 +178,7 @@ func (p *VTC) Routed(req *Request, _ string, now time.Time) {
 	if in == 0 {
 		in = (len(req.Prompt) + 3) / 4 // AIBrix's character estimate: ~4 characters a token
 	}
-	p.charge(req.Tenant, p.unit(now), p.cfg.InputTokenWeight*float64(in))
+	p.charge(req.Tenant, now, p.cfg.InputTokenWeight*float64(in))
 }
 
 // Finished charges the tenant for the generated tokens, once per request.
@@ -163,7 +190,7 @@ func (p *VTC) Finished(req *Request, _ string, u Usage, now time.Time) {
 		return
 	}
 	delete(p.open, req.ID)
-	p.charge(tenant, p.unit(now), p.cfg.OutputTokenWeight*float64(u.CompletionTokens))
+	p.charge(tenant, now, p.cfg.OutputTokenWeight*float64(u.CompletionTokens))
 }
 
 // Removed does nothing: vtc-basic keeps no per-endpoint state.
@@ -172,29 +199,30 @@ func (*VTC) Removed(string) {}
 // unit returns the bucket number of t.
 func (p *VTC) unit(t time.Time) int64 { return t.UnixNano() / int64(p.cfg.BucketWidth) }
 
-// charge adds tokens to the tenant's current bucket.
-func (p *VTC) charge(tenant string, unit int64, tokens float64) {
+// cutoff is the oldest bucket still in the window ending at now (AIBrix's getCutoffTimestamp:
+// the bucket of now − window).
+func (p *VTC) cutoff(now time.Time) int64 { return p.unit(now.Add(-p.cfg.Window.D())) }
+
+// charge prunes the tenant's window, then adds tokens to its current bucket.
+func (p *VTC) charge(tenant string, now time.Time, tokens float64) {
 	w := p.tenants[tenant]
 	if w == nil {
 		w = &tenantWindow{}
 		p.tenants[tenant] = w
 	}
-	w.prune(unit - int64(p.cfg.Window/p.cfg.BucketWidth))
-	w.add(unit, tokens)
+	w.prune(p.cutoff(now))
+	w.add(p.unit(now), tokens)
 }
 
-// extremes prunes every tenant's window to the one ending at unit and returns the smallest and
-// largest counts, defaulting to MinTokens and MaxTokens as AIBrix's tracker does.
-func (p *VTC) extremes(unit int64) (lo, hi float64) {
+// extremes returns the smallest and largest totals among tenants with a positive total, as
+// last pruned, defaulting to MinTokens and MaxTokens as AIBrix's tracker does (GetMinTokenCount,
+// GetMaxTokenCount).
+func (p *VTC) extremes() (lo, hi float64) {
 	lo, hi = math.Inf(1), 0
-	cutoff := unit - int64(p.cfg.Window/p.cfg.BucketWidth)
-	for name, w := range p.tenants { // min, max and deletion do not depend on the order
-		w.prune(cutoff)
-		if len(w.buckets) == 0 {
-			delete(p.tenants, name)
-			continue
+	for _, w := range p.tenants { // min and max do not depend on the order
+		if w.total > 0 {
+			lo, hi = math.Min(lo, w.total), math.Max(hi, w.total)
 		}
-		lo, hi = math.Min(lo, w.total), math.Max(hi, w.total)
 	}
 	if math.IsInf(lo, 1) {
 		lo = p.cfg.MinTokens

@@ -9,7 +9,7 @@ import (
 )
 
 func TestVTCSeparatesHeavyAndLightTenants(t *testing.T) {
-	p := mustNew(t, "vtc-basic", nil)
+	p := mustNew(t, "vtc-basic", map[string]any{"variant": "real-usage"})
 	obs := p.(router.Observer)
 	s := snap(0, 0, 0, 0)
 	now := routertest.Epoch
@@ -40,7 +40,7 @@ func TestVTCSeparatesHeavyAndLightTenants(t *testing.T) {
 }
 
 func TestVTCChargesOutputOncePerRequest(t *testing.T) {
-	p := mustNew(t, "vtc-basic", map[string]any{})
+	p := mustNew(t, "vtc-basic", map[string]any{"variant": "real-usage"})
 	obs := p.(router.Observer)
 	s := snap(0, 0, 0, 0, 0)
 	now := routertest.Epoch

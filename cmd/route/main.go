@@ -252,9 +252,10 @@ func parseLevel(s string) (slog.Level, error) {
 	return l, nil
 }
 
-// listPolicies prints the policies the router can run.
+// listPolicies prints the policies the router can run, one a line: name, the upstream source
+// it reproduces, its rule.
 func listPolicies(w io.Writer) {
-	for _, n := range router.Builtin().Names() {
-		fmt.Fprintln(w, n)
+	for _, info := range router.Builtin().Info() {
+		fmt.Fprintln(w, info.String())
 	}
 }

@@ -94,7 +94,7 @@ func mustRead(t *testing.T, path string) []byte {
 
 func TestListAndBadFlags(t *testing.T) {
 	out, _ := runSim(t, "-list")
-	for _, want := range []string{"prefix-score", "H100-SXM-80GB", "shared-prefix", "gamma"} {
+	for _, want := range []string{"prefix-score\tGIE EPP v1.5.0", "vllm-project/aibrix", "H100-SXM-80GB", "shared-prefix", "gamma"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-list output lacks %q", want)
 		}

@@ -232,9 +232,9 @@ func (g *progress) wait() {
 
 // printList prints what a sweep file can name.
 func printList(w io.Writer) {
-	fmt.Fprintln(w, "policies:")
-	for _, n := range router.Builtin().Names() {
-		fmt.Fprintln(w, "  "+n)
+	fmt.Fprintln(w, "policies (name, source, rule):")
+	for _, info := range router.Builtin().Info() {
+		fmt.Fprintln(w, "  "+info.String())
 	}
 	cat := gpumodel.DefaultCatalog()
 	fmt.Fprintln(w, "gpus:")

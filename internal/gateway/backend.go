@@ -30,6 +30,7 @@ type backend struct {
 	waiting        int
 	kvUsage        float64
 	numGPUBlocks   int
+	blockSize      int // KV block size in tokens, 0 when unknown
 	updatedAt      time.Time
 	models         []string // ids, replaced (never modified) when refetched; nil = unknown
 	modelList      []openai.Model
@@ -71,7 +72,7 @@ func (b *backend) endpoint() router.EndpointState {
 		ID: b.id, Ready: b.ready, Models: b.models,
 		Running: b.running, Waiting: b.waiting, KVUsage: b.kvUsage,
 		InFlight: b.inFlight, InFlightTokens: b.inFlightTokens,
-		NumGPUBlocks: b.numGPUBlocks, UpdatedAt: b.updatedAt, Prefill: b.prefill,
+		NumGPUBlocks: b.numGPUBlocks, BlockSize: b.blockSize, UpdatedAt: b.updatedAt, Prefill: b.prefill,
 	}
 }
 

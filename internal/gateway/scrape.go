@@ -120,7 +120,7 @@ func (g *Gateway) recordScrape(b *backend, m vllm.Metrics, err error, start, now
 			b.ready = false
 		}
 	} else {
-		b.running, b.waiting, b.kvUsage, b.numGPUBlocks = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks
+		b.running, b.waiting, b.kvUsage, b.numGPUBlocks, b.blockSize = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, m.BlockSize
 		b.updatedAt = now
 		if !start.Before(b.ejectedAt) {
 			b.failures, b.lastErr, b.ready = 0, nil, true

@@ -1,6 +1,9 @@
 package prefix
 
-import "unicode/utf8"
+import (
+	"math/bits"
+	"unicode/utf8"
+)
 
 // commonPrefixLen returns the length in bytes of the longest common prefix of
 // a and b. It narrows a mismatch by bisection with string equality, which
@@ -45,4 +48,25 @@ func runeBoundary(text string, m int) int {
 		}
 	}
 	return m
+}
+
+// CharCount returns the number of characters of text as SGLang (chars().count()) and Python
+// (len of a str) count them: the UTF-8 sequences, that is the bytes that are not continuation
+// bytes (10xxxxxx). For valid UTF-8 it equals utf8.RuneCountInString; it reads eight bytes at
+// a time, several times faster on the long prompts the tree policies measure.
+func CharCount(text string) int {
+	const hi = 0x8080808080808080
+	n, i := len(text), 0
+	for ; i+8 <= len(text); i += 8 {
+		b := text[i : i+8]
+		w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+			uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+		n -= bits.OnesCount64(w & ^(w << 1) & hi) // bit 7 set, bit 6 clear
+	}
+	for ; i < len(text); i++ {
+		if text[i]&0xC0 == 0x80 {
+			n--
+		}
+	}
+	return n
 }

@@ -3,6 +3,7 @@ package prefix
 import (
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCommonPrefixLen(t *testing.T) {
@@ -72,6 +73,27 @@ func FuzzCommonPrefixLen(f *testing.F) {
 		}
 		if got := commonPrefixLen(a, b); got != want {
 			t.Fatalf("commonPrefixLen(%q, %q) = %d, want %d", a, b, got, want)
+		}
+	})
+}
+
+// CharCount counts as utf8.RuneCountInString does on valid UTF-8.
+func TestCharCount(t *testing.T) {
+	for _, s := range []string{"", "a", "héllo wörld", "日本語のテキスト", "emoji 😀 and ✓", strings.Repeat("é", 33) + "x"} {
+		if got, want := CharCount(s), utf8.RuneCountInString(s); got != want {
+			t.Errorf("CharCount(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
+
+func FuzzCharCount(f *testing.F) {
+	f.Add("héllo wörld, 日本語 😀")
+	f.Fuzz(func(t *testing.T, s string) {
+		if !utf8.ValidString(s) {
+			return
+		}
+		if got, want := CharCount(s), utf8.RuneCountInString(s); got != want {
+			t.Fatalf("CharCount(%q) = %d, want %d", s, got, want)
 		}
 	})
 }

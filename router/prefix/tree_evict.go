@@ -45,19 +45,29 @@ func (tr *Tree) SmallestTenants(allowed []bool, dst []int32) []int32 {
 
 // EvictTenant removes tenant t's least recently inserted leaves (nodes t
 // holds with no child t holds), one at a time and oldest first, until t
-// holds at most target bytes, as SGLang's and Ray's eviction loops do. A
+// holds at most target bytes, as SGLang's eviction loop does. A
 // node no tenant holds any more is deleted. It returns the number of bytes
 // removed from t. A negative target counts as zero; the tenant stays
 // registered (see RemoveTenant).
-func (tr *Tree) EvictTenant(t int32, target int) int {
+func (tr *Tree) EvictTenant(t int32, target int) int { return tr.evictTenant(t, target, false) }
+
+// EvictTenantGroups is EvictTenant as Ray's evict_tenant_by_lru does it
+// (ray-project/ray python/ray/llm/_internal/serve/routing_policies/prefix_aware/
+// prefix_tree.py): once t is at or below target it goes on removing the
+// leaves inserted at the same time as the last one removed, so that one
+// insertion's nodes leave together.
+func (tr *Tree) EvictTenantGroups(t int32, target int) int { return tr.evictTenant(t, target, true) }
+
+func (tr *Tree) evictTenant(t int32, target int, groups bool) int {
 	target = max(target, 0)
 	if tr.TenantSize(t) <= target {
 		return 0
 	}
 	tr.collectLeaves(t)
-	removed := 0
-	for tr.sizes[t] > target && len(tr.heap) > 0 {
+	removed, last := 0, int64(0)
+	for len(tr.heap) > 0 && (tr.sizes[t] > target || groups && tr.heap[0].at == last) {
 		leaf := tr.popLeaf()
+		last = leaf.at
 		parent := tr.nodes[leaf.node].parent
 		removed += tr.release(leaf.node, t)
 		if parent != rootNode && tr.isLeafOf(parent, t) {

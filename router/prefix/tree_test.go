@@ -309,3 +309,26 @@ func checkHolders(t *testing.T, tr *Tree, n int32) {
 		}
 	}
 }
+
+// Ray evicts whole groups of nodes inserted at the same time; SGLang stops at the target.
+func TestEvictTenantGroups(t *testing.T) {
+	for _, tc := range []struct {
+		groups      bool
+		wantRemoved int
+	}{{false, 4}, {true, 8}} {
+		tr := NewTree()
+		tr.Insert("xxxx", 0, 1)
+		tr.Insert("yyyy", 0, 1)
+		tr.Insert("zzzz", 0, 2)
+		evict := tr.EvictTenant
+		if tc.groups {
+			evict = tr.EvictTenantGroups
+		}
+		if got := evict(0, 8); got != tc.wantRemoved || tr.TenantSize(0) != 12-tc.wantRemoved {
+			t.Errorf("groups %v: removed %d, size %d; want removed %d", tc.groups, got, tr.TenantSize(0), tc.wantRemoved)
+		}
+		if m, _ := tr.Match("zzzz", nil, nil); m != 4 {
+			t.Errorf("groups %v: the newest insert was evicted (match %d)", tc.groups, m)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 		}
 		s.snap.Endpoints = append(s.snap.Endpoints, router.EndpointState{
 			ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
-			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch, Prefill: pp,
+			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
 		})
 	}
 	return s, nil

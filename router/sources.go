@@ -1,0 +1,63 @@
+package router
+
+// policyInfos is what Builtin records about each policy: the upstream code it reproduces
+// (project, release or commit, file) and its rule in one line. docs/policies.md explains each
+// in full, with the upstream lines the decision cases of testdata/upstream cite.
+var policyInfos = map[string]PolicyInfo{
+	"random":         {Source: "kvroute", Rule: "uniformly random ready endpoint"},
+	"round-robin":    {Source: "kvroute", Rule: "ready endpoints in snapshot order, cyclically"},
+	"least-request":  {Source: "kvroute", Rule: "fewest running+waiting (+ router in-flight) requests"},
+	"power-of-two":   {Source: "kvroute", Rule: "less loaded of two random ready endpoints"},
+	"least-kv-cache": {Source: "kvroute", Rule: "lowest KV-cache usage"},
+	"session-affinity": {Source: "kvroute after AIBrix x-aibrix-session-key",
+		Rule: "rendezvous hash of the session key; no key: least-request"},
+	"prefix-cache": {
+		Source: "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/prefix_cache.go",
+		Rule:   "imbalanced → least running only; deepest block match (per model) with running ≤ mean + 2·sample σ; else least running",
+	},
+	"vtc-basic": {
+		Source:   "AIBrix v0.7.0 (vllm-project/aibrix c5465890) pkg/plugins/gateway/algorithms/vtc/vtc_basic.go",
+		Rule:     "first min of |i − tenant tokens/bucket| + min(running/100, 1) + U[0, 0.1); tenants charged estimates at routing",
+		Variants: []string{VTCAIBrix, VTCRealUsage + " (prompt at routing, real completion at finish; kvroute)"},
+	},
+	"prefix-tree": {
+		Source:   "Ray Serve PrefixCacheAffinityRouter (ray-project/ray ef82d1d9, since PR #59390) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py",
+		Rule:     "replicas holding the longest character match (≥ 10% of the text) else the smallest trees; the first with the shortest queue",
+		Variants: []string{PrefixTreeRay, PrefixTreeRayOld + " (queue spread > 10 → power of two)"},
+	},
+	"cache-aware": {
+		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs",
+		Rule:     "imbalanced → first least-loaded; character match rate > 0.3 → a tenant of the deepest match whatever its load; else least-loaded",
+		Variants: []string{CacheAwareGateway, CacheAwareRouter + " (low match → smallest tree, sgl-router/src/policies/cache_aware.rs)"},
+	},
+	"prefix-score": {
+		Source:   "GIE EPP v1.5.0 (kubernetes-sigs/gateway-api-inference-extension) pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/hashing.go",
+		Rule:     "max of 3·matched-block fraction + 2·queue score + 2·(1 − KV usage); blocks of engine block size × 4 chars (json of messages for chat)",
+		Variants: []string{PrefixScoreGIE, PrefixScoreLLMD + " (token blocks ≥ 64, dataproducer/prefixhash/hashing.go)"},
+	},
+	"precise-prefix": {
+		Source: "llm-d precise prefix cache (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache/kvblock/in_memory.go; llm-d/llm-d-router v0.10.0 preciseprefixcache)",
+		Rule:   "max of 2·KV-event prefix run (≤ 10 endpoints a block, LoRA-salted) + 1·(1 − KV usage) + 1·queue score",
+	},
+	"chwbl": {
+		Source:   "Neutree v1.1.1 (neutree-ai/neutree 6cb41726) cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py",
+		Rule:     "MD5 ring of a system+first-user-messages key; first endpoint on the ring with load+1 ≤ (T+1)/n·1.25, else the first",
+		Variants: []string{CHWBLNeutree, CHWBLKubeAI + " (xxhash ring of adapter+first 100 runes, load ≤ (T+1)/n·1.25; internal/loadbalancer/balance_chwbl.go)"},
+	},
+	"lmetric": {
+		Source: "LMetric (arXiv 2603.15202) as AIBrix ships it (vllm-project/aibrix 2519ad59) pkg/plugins/gateway/algorithms/l_metric_local.go",
+		Rule:   "lowest (pending new tokens + the request's uncached tokens) × (pending requests + 1)",
+	},
+	"kv-router": {
+		Source: "NVIDIA Dynamo KV router (ai-dynamo/dynamo 07a6c9ce) lib/kv-router/src/scheduling/selector/default.rs",
+		Rule:   "lowest prefill_load_scale·max(0, prefill blocks − cached blocks) + decode blocks; softmax sampling above temperature 0",
+	},
+	"token-load": {
+		Source: "llm-d optimized-baseline profile (llm-d/llm-d-router 066c20ea) scheduling/filter/prefixcacheaffinity + scorer/tokenload",
+		Rule:   "endpoints with prefix score ≥ 0.8 unless their TTFT penalty is too high; then the fewest in-flight uncached tokens",
+	},
+	"predicted-ttft": {
+		Source: "kvroute",
+		Rule:   "smallest predicted TTFT: queued and uncached prompt tokens priced by the endpoint's step-time model",
+	},
+}
