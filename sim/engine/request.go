@@ -144,3 +144,18 @@ func (r *Replica) hashBlocks(s *seq, n int) int {
 	}
 	return n
 }
+
+// blockOf returns full block j's tokens (in r.kvTokens, valid until the next call) and its
+// parent's hash, for a BlockStored event.
+func (r *Replica) blockOf(s *seq, j int) ([]int32, uint64, bool) {
+	lo, hi := j*r.bs, (j+1)*r.bs
+	prompt := s.req.Prompt
+	r.kvTokens = append(r.kvTokens[:0], prompt[min(lo, len(prompt)):min(hi, len(prompt))]...)
+	if hi > len(prompt) {
+		r.kvTokens = append(r.kvTokens, s.req.Answer[max(lo-len(prompt), 0):hi-len(prompt)]...)
+	}
+	if j == 0 {
+		return r.kvTokens, 0, false
+	}
+	return r.kvTokens, s.hashes[j-1], true
+}
