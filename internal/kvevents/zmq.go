@@ -64,7 +64,7 @@ type Subscriber struct {
 func (s *Subscriber) Run(ctx context.Context, src Source) error {
 	for {
 		sub, err := s.open(ctx, src)
-		if err != nil {
+		if err != nil || sub == nil { // nil: ctx ended while dialing
 			return err
 		}
 		err = s.read(ctx, src, sub)
@@ -99,9 +99,6 @@ func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) 
 
 // read handles messages until the (dialed) connection fails or ctx is done.
 func (s *Subscriber) read(ctx context.Context, src Source, sub zmq4.Socket) error {
-	if sub == nil {
-		return ctx.Err()
-	}
 	for {
 		msg, err := sub.Recv()
 		switch {
@@ -243,8 +240,10 @@ type buffered struct {
 
 // PublisherConfig configures a Publisher.
 type PublisherConfig struct {
-	// Endpoint: bound when it holds '*' or is ipc:// (vLLM's rule), dialed otherwise.
+	// Endpoint: bound when it holds '*' or is ipc:// (vLLM's rule) or Bind is set, dialed
+	// otherwise.
 	Endpoint, Topic string
+	Bind            bool
 	// Replay, when set, is bound as the replay ROUTER endpoint.
 	Replay string
 	// Buffer is how many batches the replay buffer keeps (vLLM's buffer_steps, 10,000).
@@ -255,7 +254,7 @@ type PublisherConfig struct {
 func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) {
 	p := &Publisher{topic: []byte(cfg.Topic), pub: zmq4.NewPub(ctx, zmq4.WithDialerMaxRetries(-1))}
 	var err error
-	if strings.Contains(cfg.Endpoint, "*") || strings.HasPrefix(cfg.Endpoint, "ipc://") {
+	if cfg.Bind || strings.Contains(cfg.Endpoint, "*") || strings.HasPrefix(cfg.Endpoint, "ipc://") {
 		err = p.pub.Listen(strings.Replace(cfg.Endpoint, "*", "0.0.0.0", 1))
 	} else {
 		err = p.pub.Dial(cfg.Endpoint)
