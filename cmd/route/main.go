@@ -86,7 +86,7 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 		} else {
 			log.Warn("backend ejected", "backend", name, "url", url, "err", err)
 		}
-	}})
+	}, OnKVError: func(err error) { log.Error("kv events", "err", err) }})
 	if err != nil {
 		return err
 	}

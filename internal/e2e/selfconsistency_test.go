@@ -73,7 +73,13 @@ func TestLiveAgreesWithSimulation(t *testing.T) {
 
 func simulateSelf(t *testing.T, seed uint64) *results.Aggregator {
 	t.Helper()
-	p, err := router.Builtin().New("prefix-score", nil, seed)
+	return simulateWith(t, "prefix-score", seed)
+}
+
+// simulateWith runs selfWorkload through the simulator: two H100 replicas behind policy.
+func simulateWith(t *testing.T, policy string, seed uint64) *results.Aggregator {
+	t.Helper()
+	p, err := router.Builtin().New(policy, nil, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,32 +52,51 @@ type Subscriber struct {
 	// Resolve maps a topic's pod to the router's endpoint ID; nil uses the pod as is. Events
 	// of a pod it rejects are counted as skipped.
 	Resolve func(pod string) (string, bool)
+	// RetryInterval is the pause before redialing a lost publisher (default 250 ms).
+	RetryInterval time.Duration
 	// ReplayTimeout bounds one replay request (default 2 s).
 	ReplayTimeout time.Duration
 	// OnError, when set, hears per-message problems (undecodable payloads, replay failures).
 	OnError func(error)
 }
 
-// Run reads src until ctx is done. It returns an error only when the socket cannot be set up.
-// In dial mode a lost connection (the replica restarted) is redialed with a new socket: zmq4's
-// own automatic reconnect races with Close, and would dial a bound endpoint's own address.
+// Run reads src until ctx is done. It returns an error only when a bound endpoint cannot be
+// listened on. In dial mode a lost connection (the replica restarted) or a failed dial is
+// retried with a new socket every RetryInterval: zmq4's own automatic reconnect races with
+// Close, and would dial a bound endpoint's own address.
 func (s *Subscriber) Run(ctx context.Context, src Source) error {
 	for {
 		sub, err := s.open(ctx, src)
-		if err != nil || sub == nil { // nil: ctx ended while dialing
-			return err
-		}
-		err = s.read(ctx, src, sub)
-		sub.Close()
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return nil
+		case err != nil && src.Bind:
+			return err
+		case err == nil:
+			err = s.read(ctx, src, sub)
+			sub.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
 		}
 		s.report(fmt.Errorf("kvevents: %s: %w; redialing", src.Endpoint, err))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.retry()):
+		}
 	}
 }
 
+func (s *Subscriber) retry() time.Duration {
+	if s.RetryInterval > 0 {
+		return s.RetryInterval
+	}
+	return 250 * time.Millisecond
+}
+
 func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) {
-	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(-1))
+	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0))
 	var err error
 	if src.Bind {
 		err = sub.Listen(src.Endpoint)
@@ -89,9 +108,6 @@ func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) 
 	}
 	if err != nil {
 		sub.Close()
-		if ctx.Err() != nil {
-			return nil, nil
-		}
 		return nil, fmt.Errorf("kvevents: %s: %w", src.Endpoint, err)
 	}
 	return sub, nil
