@@ -32,12 +32,10 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Sim struct {
 	cfg    Config
 	k      *sim.Kernel
-	policy router.Policy
-	obs    router.Observer
+	rt     []*routerInst // router replicas; rt[0]'s snapshot names the endpoints
 	stream *workloads.Stream
 	sink   Sink
 	reps   []*engine.Replica
-	snap   router.Snapshot
 	salt   uint64
 
 	arrivalEv sim.EventID
@@ -58,6 +56,7 @@ type flight struct {
 	ereq        engine.Request
 	arrival     sim.Time
 	endpoint    int
+	router      int // the router replica that routed it
 	reason      string
 	retries     int
 	firstToken  sim.Time
@@ -65,16 +64,42 @@ type flight struct {
 	cached      int
 }
 
-// New returns a simulation of cfg's fleet routed by policy, fed by stream.
+// routerInst is one router replica: its policy and its own view of the fleet (scraped fields
+// shared, in-flight counters its own).
+type routerInst struct {
+	policy router.Policy
+	obs    router.Observer
+	kv     router.KVEventObserver
+	snap   router.Snapshot
+}
+
+// New returns a simulation of cfg's fleet routed by policy, fed by stream: one router.
 func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) (*Sim, error) {
+	if cfg.Routers.count() != 1 {
+		return nil, fmt.Errorf("cluster: %d routers need NewRouters", cfg.Routers.count())
+	}
+	return NewRouters(cfg, []router.Policy{policy}, stream, sink)
+}
+
+// NewRouters returns a simulation of cfg's fleet behind len(policies) router replicas
+// (cfg.Routers.Count of them), each with its own policy instance and state.
+func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, sink Sink) (*Sim, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if sink.Record == nil {
 		return nil, errors.New("cluster: sink has no Record function")
 	}
-	s := &Sim{cfg: cfg, k: sim.NewKernel(), policy: policy, stream: stream, sink: sink, arrivalAt: sim.Never}
-	s.obs, _ = policy.(router.Observer)
+	if len(policies) != cfg.Routers.count() {
+		return nil, fmt.Errorf("cluster: %d policies for %d routers", len(policies), cfg.Routers.count())
+	}
+	s := &Sim{cfg: cfg, k: sim.NewKernel(), stream: stream, sink: sink, arrivalAt: sim.Never}
+	for _, p := range policies {
+		ri := &routerInst{policy: p}
+		ri.obs, _ = p.(router.Observer)
+		ri.kv, _ = p.(router.KVEventObserver)
+		s.rt = append(s.rt, ri)
+	}
 	s.arrivalFn, s.tickFn = s.onArrival, s.tick
 	s.salt = engine.BlockHash(0, modelSalt(cfg.Model))
 	// One hash memo for the fleet: a conversation's next turn reuses its history's block
@@ -88,10 +113,12 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 		}
 		s.reps = append(s.reps, rep)
 		m := rep.Metrics()
-		s.snap.Endpoints = append(s.snap.Endpoints, router.EndpointState{
-			ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
-			NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch,
-		})
+		for _, ri := range s.rt {
+			ri.snap.Endpoints = append(ri.snap.Endpoints, router.EndpointState{
+				ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
+				NumGPUBlocks: m.NumGPUBlocks, UpdatedAt: Epoch,
+			})
+		}
 	}
 	return s, nil
 }
@@ -112,8 +139,8 @@ func (s *Sim) hooks(i int) engine.Hooks {
 		},
 		Done: func(res engine.Result) { s.replicaDone(i, res) },
 	}
-	if kv, ok := s.policy.(router.KVEventObserver); ok {
-		h.KV = func(ev engine.KVEvent) { s.kvEvent(kv, i, ev) }
+	if s.readsEvents() {
+		h.KV = func(ev engine.KVEvent) { s.kvEvent(i, ev) }
 	}
 	if s.sink.ITL != nil {
 		h.Step = func(_ sim.Time, d time.Duration, st gpumodel.Step) {
@@ -126,7 +153,16 @@ func (s *Sim) hooks(i int) engine.Hooks {
 }
 
 // Endpoints returns the router's current view of the fleet.
-func (s *Sim) Endpoints() []router.EndpointState { return s.snap.Endpoints }
+func (s *Sim) Endpoints() []router.EndpointState { return s.rt[0].snap.Endpoints }
+
+func (s *Sim) readsEvents() bool {
+	for _, ri := range s.rt {
+		if ri.kv != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // Replica returns replica i, for inspection.
 func (s *Sim) Replica(i int) *engine.Replica { return s.reps[i] }
@@ -211,9 +247,27 @@ func (s *Sim) newFlight(w workloads.Request, now sim.Time) *flight {
 	return f
 }
 
-// kvEvent forwards replica i's KV event to a policy that reads the caches.
-func (s *Sim) kvEvent(kv router.KVEventObserver, i int, ev engine.KVEvent) {
-	id := s.snap.Endpoints[i].ID
+// kvEvent forwards replica i's KV event to every router whose policy reads the caches,
+// Routers.EventDelay later.
+func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
+	ev.Tokens = nil // valid only during the hook; the routers need only the hash
+	if d := s.cfg.Routers.EventDelay; d > 0 {
+		s.k.Schedule(s.k.Now()+sim.Time(d), -1, func(sim.Time) { s.deliver(i, ev) })
+		return
+	}
+	s.deliver(i, ev)
+}
+
+func (s *Sim) deliver(i int, ev engine.KVEvent) {
+	id := s.rt[0].snap.Endpoints[i].ID
+	for _, ri := range s.rt {
+		if ri.kv != nil {
+			applyKV(ri.kv, id, ev)
+		}
+	}
+}
+
+func applyKV(kv router.KVEventObserver, id string, ev engine.KVEvent) {
 	switch {
 	case ev.Cleared:
 		kv.AllBlocksCleared(id)
