@@ -2,12 +2,14 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"math"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -41,7 +43,7 @@ type preciseSystem struct {
 	url     string
 }
 
-func startPrecise(t *testing.T, replicas, routers int) *preciseSystem {
+func startPrecise(t *testing.T, policy string, replicas, routers int) *preciseSystem {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -66,7 +68,7 @@ func startPrecise(t *testing.T, replicas, routers int) *preciseSystem {
 	var fronts []*url.URL
 	for range routers {
 		gcfg := gateway.DefaultConfig()
-		gcfg.Policy, gcfg.Backends, gcfg.DebugHeaders = "precise-prefix", urls, true
+		gcfg.Policy, gcfg.Backends, gcfg.DebugHeaders = policy, urls, true
 		gcfg.KVEvents.Connect = connect
 		gcfg.Tokenize.Remote = true
 		gw, err := gateway.New(gcfg, gateway.Options{OnKVError: func(err error) { t.Errorf("kv events: %v", err) }})
@@ -98,26 +100,13 @@ func TestPreciseRoutersAgreeWithSimulation(t *testing.T) {
 		t.Skip("runs 6 s of real time")
 	}
 	const seed = 5
-	s := startPrecise(t, 2, 2)
+	s := startPrecise(t, "precise-prefix", 2, 2)
 	// Wait until every router sees the replicas ready, so no request meets an empty pool.
 	for _, gw := range s.routers {
 		waitReady(t, gw, 2)
 	}
-	stream, err := workloads.Build(selfWorkload(), seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	live := results.NewAggregator()
-	opts := loadgen.DefaultOptions()
-	opts.Target, opts.Model = s.url, model
-	if _, err := loadgen.Run(context.Background(), opts, stream, loadgen.Sink{Result: func(r *loadgen.Result) {
-		live.Add(&r.Record)
-	}}); err != nil {
-		t.Fatal(err)
-	}
-	sim := simulateWith(t, "precise-prefix", seed)
-	lm, sm := live.Metrics(), sim.Metrics()
+	lm := runLive(t, s.url, selfWorkload(), seed)
+	sm := simulateWith(t, "precise-prefix", seed).Metrics()
 	t.Logf("live (2 routers): %d/%d completed, hit %.3f, TTFT mean %.1f ms p50 %.1f; sim: %d/%d, hit %.3f, TTFT mean %.1f ms p50 %.1f",
 		lm.Completed, lm.Requests, lm.HitRate, lm.TTFT.Mean, lm.TTFT.P50, sm.Completed, sm.Requests, sm.HitRate, sm.TTFT.Mean, sm.TTFT.P50)
 	if lm.Completed != 48 || sm.Completed != 48 {
@@ -132,10 +121,58 @@ func TestPreciseRoutersAgreeWithSimulation(t *testing.T) {
 		asked := metricSum(t, body, "kvroute_gateway_tokenize_duration_seconds", map[string]string{"result": "miss"})
 		failed := metricSum(t, body, "kvroute_gateway_tokenize_duration_seconds", map[string]string{"result": "error"})
 		stale := metricSum(t, body, "kvroute_gateway_kv_index_stale", nil)
-		t.Logf("router %d: %v KV events, %v /tokenize calls, %v failed, %v stale backends", i, events, asked, failed, stale)
+		t.Logf("router %d: %v KV events, %v /tokenize calls (mean %.2f ms), %v cache hits (mean %.3f ms), %v failed, %v stale backends",
+			i, events, asked, 1e3*histMean(t, body, "miss"), metricSum(t, body, "kvroute_gateway_tokenize_duration_seconds", map[string]string{"result": "hit"}),
+			1e3*histMean(t, body, "hit"), failed, stale)
 		if events == 0 || asked == 0 || failed != 0 || stale != 0 {
 			t.Errorf("router %d: events %v, /tokenize calls %v, failures %v, stale %v", i, events, asked, failed, stale)
 		}
+	}
+}
+
+// runLive replays w through url with the load generator and returns the live metrics.
+func runLive(t *testing.T, url string, w workloads.Config, seed uint64) results.Metrics {
+	t.Helper()
+	stream, err := workloads.Build(w, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	live := results.NewAggregator()
+	opts := loadgen.DefaultOptions()
+	opts.Target, opts.Model = url, model
+	if _, err := loadgen.Run(context.Background(), opts, stream, loadgen.Sink{Result: func(r *loadgen.Result) {
+		live.Add(&r.Record)
+	}}); err != nil {
+		t.Fatal(err)
+	}
+	return live.Metrics()
+}
+
+// TestManyRoutersLive measures hit rate and TTFT against the number of router replicas,
+// live, for precise-prefix and prefix-score (set KVROUTE_LIVE_ROUTERS=1; about a minute):
+// precise-prefix keeps its hit rate within 0.05 at 4 routers, where prefix-score loses it.
+func TestManyRoutersLive(t *testing.T) {
+	if os.Getenv("KVROUTE_LIVE_ROUTERS") == "" {
+		t.Skip("a measurement: set KVROUTE_LIVE_ROUTERS=1")
+	}
+	w := selfWorkload()
+	w.Workload.Groups, w.Requests = 8, 64
+	hit := map[string]float64{}
+	for _, policy := range []string{"precise-prefix", "prefix-score"} {
+		for _, n := range []int{1, 2, 4} {
+			s := startPrecise(t, policy, 2, n)
+			for _, gw := range s.routers {
+				waitReady(t, gw, 2)
+			}
+			m := runLive(t, s.url, w, 5)
+			hit[fmt.Sprint(policy, n)] = m.HitRate
+			t.Logf("live %-14s routers %d: %d/%d completed, hit %.3f, TTFT p50 %.1f ms p99 %.1f ms",
+				policy, n, m.Completed, m.Requests, m.HitRate, m.TTFT.P50, m.TTFT.P99)
+		}
+	}
+	if d := hit["precise-prefix1"] - hit["precise-prefix4"]; d > 0.05 {
+		t.Errorf("precise-prefix: hit %.3f at 1 router, %.3f at 4", hit["precise-prefix1"], hit["precise-prefix4"])
 	}
 }
 
@@ -194,6 +231,24 @@ next:
 		}
 	}
 	return sum
+}
+
+// histMean is the mean of the tokenize latency histogram's samples of result.
+func histMean(t *testing.T, body, result string) float64 {
+	t.Helper()
+	parser := expfmt.NewTextParser(pmodel.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range fams["kvroute_gateway_tokenize_duration_seconds"].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "result" && l.GetValue() == result && m.GetHistogram().GetSampleCount() > 0 {
+				return m.GetHistogram().GetSampleSum() / float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return math.NaN()
 }
 
 func waitFor(t *testing.T, what string, cond func() bool) {
