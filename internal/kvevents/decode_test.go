@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/cespare/xxhash/v2"
@@ -169,4 +170,52 @@ func FuzzDecode(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkDecode decodes a batch as vLLM publishes one per engine step: a few requests'
+// BlockStored (128 blocks of 16 tokens in all) and a BlockRemoved, in both encodings.
+func BenchmarkDecode(b *testing.B) {
+	var evs []Event
+	for r := range 4 {
+		hs := make([]uint64, 32)
+		for i := range hs {
+			hs[i] = uint64(r*1000 + i)
+		}
+		evs = append(evs, Event{Kind: BlockStored, Hashes: hs, Tokens: seqTokens(r, 32*16), BlockSize: 16, Medium: "GPU"})
+	}
+	evs = append(evs, Event{Kind: BlockRemoved, Hashes: []uint64{1, 2, 3, 4}, Medium: "GPU"})
+	for _, enc := range []Encoding{Positional, Named} {
+		p := Encode(Batch{TS: 1, DPRank: 0, Events: evs}, enc)
+		b.Run(fmt.Sprint("encoding=", enc), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(p)))
+			for b.Loop() {
+				if _, err := Decode(p, DefaultLimits()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkIndexHandle applies such a batch to an index (decode, key 128 blocks, notify).
+func BenchmarkIndexHandle(b *testing.B) {
+	var evs []Event
+	for r := range 4 {
+		hs := make([]uint64, 32)
+		for i := range hs {
+			hs[i] = uint64(r*1000 + i)
+		}
+		evs = append(evs, Event{Kind: BlockStored, Hashes: hs, Tokens: seqTokens(r, 32*16), BlockSize: 16})
+	}
+	p := Encode(Batch{TS: 1, DPRank: -1, Events: evs}, Positional)
+	x := NewIndex(DefaultIndexConfig(), DefaultLimits(), newRecorder())
+	b.ReportAllocs()
+	seq := uint64(0)
+	for b.Loop() {
+		if err := x.Handle("p", "m", seq, p, nil); err != nil {
+			b.Fatal(err)
+		}
+		seq++
+	}
 }
