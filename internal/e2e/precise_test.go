@@ -115,6 +115,18 @@ func TestPreciseRoutersAgreeWithSimulation(t *testing.T) {
 	if d := math.Abs(lm.HitRate - sm.HitRate); d > 0.05 {
 		t.Errorf("hit rate: live %.3f, sim %.3f (|diff| %.3f > 0.05)", lm.HitRate, sm.HitRate, d)
 	}
+	// Both routers read the same events: their indexes agree block for block count.
+	waitFor(t, "the routers' indexes to agree", func() bool {
+		a, b := scrape(t, s.routers[0]), scrape(t, s.routers[1])
+		for _, be := range s.routers[0].Backends() {
+			l := map[string]string{"backend": be.Name}
+			if metricSum(t, a, "kvroute_gateway_kv_index_blocks", l) != metricSum(t, b, "kvroute_gateway_kv_index_blocks", l) ||
+				metricSum(t, a, "kvroute_gateway_kv_index_blocks", l) == 0 {
+				return false
+			}
+		}
+		return true
+	})
 	for i, gw := range s.routers {
 		body := scrape(t, gw)
 		events := metricSum(t, body, "kvroute_gateway_kv_events_total", nil)

@@ -188,11 +188,16 @@ func (g *Gateway) registerKVMetrics(reg prometheus.Registerer) error {
 // has missed events it could not replay, until the backend restarts or clears its cache.
 type staleCollector struct{ g *Gateway }
 
-var staleDesc = prometheus.NewDesc("kvroute_gateway_kv_index_stale",
-	"1 when the backend's cache index missed KV events it could not replay (until it restarts or clears its cache), else 0.",
-	[]string{"backend"}, nil)
+var (
+	staleDesc = prometheus.NewDesc("kvroute_gateway_kv_index_stale",
+		"1 when the backend's cache index missed KV events it could not replay (until it restarts or clears its cache), else 0.",
+		[]string{"backend"}, nil)
+	blocksDesc = prometheus.NewDesc("kvroute_gateway_kv_index_blocks",
+		"Blocks the cache index holds for the backend: what its KV events say its GPU prefix cache holds.",
+		[]string{"backend"}, nil)
+)
 
-func (c staleCollector) Describe(ch chan<- *prometheus.Desc) { ch <- staleDesc }
+func (c staleCollector) Describe(ch chan<- *prometheus.Desc) { ch <- staleDesc; ch <- blocksDesc }
 
 func (c staleCollector) Collect(ch chan<- prometheus.Metric) {
 	stale := map[string]bool{}
@@ -205,5 +210,6 @@ func (c staleCollector) Collect(ch chan<- prometheus.Metric) {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, v, b.name)
+		ch <- prometheus.MustNewConstMetric(blocksDesc, prometheus.GaugeValue, float64(c.g.kvIndex.Keys(b.id)), b.name)
 	}
 }
