@@ -333,11 +333,20 @@ func (d *decoder) hash() (uint64, error) {
 		return 0, err
 	}
 	if msgpcode.IsBin(c) || msgpcode.IsString(c) {
-		b, err := d.dec.DecodeBytes()
+		// msgpack's DecodeBytes allocates the length the header claims before reading: a
+		// 5-byte header could claim 4 GiB. A block hash is a digest (sha256: 32 bytes).
+		n, err := d.dec.DecodeBytesLen()
 		if err != nil {
 			return 0, err
 		}
-		return xxhash.Sum64(b), nil
+		if n < 0 || n > maxHashBytes {
+			return 0, fmt.Errorf("%w: a block hash of %d bytes (limit %d)", ErrTooLarge, n, maxHashBytes)
+		}
+		var buf [maxHashBytes]byte
+		if err := d.dec.ReadFull(buf[:n]); err != nil {
+			return 0, err
+		}
+		return xxhash.Sum64(buf[:n]), nil
 	}
 	if c == msgpcode.Uint64 {
 		return d.dec.DecodeUint64()
@@ -403,6 +412,9 @@ func (d *decoder) check(ev *Event) error {
 	}
 	return nil
 }
+
+// maxHashBytes bounds a bytes block hash (vLLM's are 32-byte sha256 digests).
+const maxHashBytes = 64
 
 // maxDepth bounds the nesting of skipped values: msgpack's own Skip recurses without limit,
 // so a payload of nested one-element arrays could exhaust the stack.

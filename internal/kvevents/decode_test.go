@@ -117,6 +117,8 @@ func TestDecodeHostile(t *testing.T) {
 		{"too many events", Encode(Batch{DPRank: -1, Events: make([]Event, 3)}, Positional), Limits{MaxEvents: 2}, ErrTooLarge},
 		{"huge array header", []byte{0x92, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0xdd, 0xff, 0xff, 0xff, 0xff}, DefaultLimits(), ErrTooLarge},
 		{"deep nesting", deep, DefaultLimits(), ErrMalformed},
+		// a bytes hash whose header claims 3.7 GB: refused before any allocation
+		{"huge bytes hash", []byte{0x92, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0x91, 0x92, 0xac, 'B', 'l', 'o', 'c', 'k', 'R', 'e', 'm', 'o', 'v', 'e', 'd', 0x91, 0xdb, 0xdb, 0xdb, 0xdb, 0xdb}, DefaultLimits(), ErrTooLarge},
 		{"tokens do not fill the blocks", marshal(t, []any{1.0, []any{[]any{"BlockStored", []any{1}, nil, []any{1, 2}, 16, nil, nil, nil}}}), DefaultLimits(), ErrMalformed},
 		{"negative token", marshal(t, []any{1.0, []any{[]any{"BlockStored", []any{1}, nil, []any{-1}, 1, nil, nil, nil}}}), DefaultLimits(), ErrMalformed},
 		{"map event without type", marshal(t, []any{1.0, []any{map[string]any{"block_hashes": []any{1}}}}), DefaultLimits(), ErrMalformed},
