@@ -146,8 +146,8 @@ func (t *tokenizer) ask(ctx context.Context, base string, body []byte, timeout t
 		return nil, fmt.Errorf("gateway: tokenize: status %d", resp.StatusCode)
 	}
 	var out struct {
-		Count  int     `json:"count"`
-		Tokens []int32 `json:"tokens"`
+		Count  int      `json:"count"`
+		Tokens []uint32 `json:"tokens"` // vLLM's ids fit int32; llm-d-inference-sim's use all 32 bits
 	}
 	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&out); err != nil {
 		return nil, fmt.Errorf("gateway: tokenize: %w", err)
@@ -155,5 +155,9 @@ func (t *tokenizer) ask(ctx context.Context, base string, body []byte, timeout t
 	if out.Count != len(out.Tokens) {
 		return nil, fmt.Errorf("gateway: tokenize: count %d for %d tokens", out.Count, len(out.Tokens))
 	}
-	return out.Tokens, nil
+	ids := make([]int32, len(out.Tokens))
+	for i, t := range out.Tokens {
+		ids[i] = int32(t) // bit for bit, as KV events' ids are kept (internal/kvevents)
+	}
+	return ids, nil
 }

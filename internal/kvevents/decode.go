@@ -393,10 +393,12 @@ func (d *decoder) tokens() ([]int32, error) {
 		if err != nil {
 			return nil, err
 		}
-		if t < 0 || t > 1<<31-1 {
+		if t < 0 || t > 1<<32-1 {
 			return nil, fmt.Errorf("token id %d out of range", t)
 		}
-		out = append(out, int32(t))
+		// Ids are 32-bit (llm-d-inference-sim's fake tokenizer uses the whole uint32 range):
+		// kept bit for bit, as the router's block hash reads them (uint32(t)).
+		out = append(out, int32(uint32(t)))
 	}
 	return out, nil
 }

@@ -82,7 +82,7 @@ func TestDecodeBothEncodings(t *testing.T) {
 
 func TestEncodeRoundTrip(t *testing.T) {
 	b := Batch{TS: 3, DPRank: -1, Events: []Event{
-		{Kind: BlockStored, Hashes: []uint64{1<<63 + 5, 2}, Parent: 1 << 62, HasParent: true, Tokens: seqTokens(0, 8), BlockSize: 4, LoRAName: "a"},
+		{Kind: BlockStored, Hashes: []uint64{1<<63 + 5, 2}, Parent: 1 << 62, HasParent: true, Tokens: append(seqTokens(0, 7), -1), BlockSize: 4, LoRAName: "a"},
 		{Kind: BlockRemoved, Hashes: []uint64{2}},
 		{Kind: AllBlocksCleared},
 	}}
@@ -121,6 +121,7 @@ func TestDecodeHostile(t *testing.T) {
 		{"huge bytes hash", []byte{0x92, 0xcb, 0, 0, 0, 0, 0, 0, 0, 0, 0x91, 0x92, 0xac, 'B', 'l', 'o', 'c', 'k', 'R', 'e', 'm', 'o', 'v', 'e', 'd', 0x91, 0xdb, 0xdb, 0xdb, 0xdb, 0xdb}, DefaultLimits(), ErrTooLarge},
 		{"tokens do not fill the blocks", marshal(t, []any{1.0, []any{[]any{"BlockStored", []any{1}, nil, []any{1, 2}, 16, nil, nil, nil}}}), DefaultLimits(), ErrMalformed},
 		{"negative token", marshal(t, []any{1.0, []any{[]any{"BlockStored", []any{1}, nil, []any{-1}, 1, nil, nil, nil}}}), DefaultLimits(), ErrMalformed},
+		{"token past 32 bits", marshal(t, []any{1.0, []any{[]any{"BlockStored", []any{1}, nil, []any{int64(1) << 32}, 1, nil, nil, nil}}}), DefaultLimits(), ErrMalformed},
 		{"map event without type", marshal(t, []any{1.0, []any{map[string]any{"block_hashes": []any{1}}}}), DefaultLimits(), ErrMalformed},
 	}
 	for _, tc := range cases {

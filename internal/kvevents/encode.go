@@ -105,7 +105,7 @@ func (w writer) event(ev *Event) {
 	w.key("token_ids")
 	_ = e.EncodeArrayLen(len(ev.Tokens))
 	for _, t := range ev.Tokens {
-		_ = e.EncodeInt(int64(t))
+		_ = e.EncodeUint(uint64(uint32(t)))
 	}
 	w.key("block_size")
 	_ = e.EncodeInt(int64(ev.BlockSize))

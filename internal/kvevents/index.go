@@ -243,8 +243,12 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 		return
 	}
 	var parent uint64
+	_, known := e.keys[ev.Parent]
 	switch {
-	case !ev.HasParent:
+	case !ev.HasParent || ev.Parent == 0 && !known:
+		// No parent: a request's first new block. llm-d-inference-sim's positional
+		// encoding writes 0 instead of nil there (kv_cache_sender.go encodeEvent), and
+		// llm-d's VLLMAdapter reads nil as 0 too.
 		name := model
 		if ev.LoRAName != "" {
 			name = ev.LoRAName

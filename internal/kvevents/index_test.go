@@ -75,6 +75,16 @@ func TestIndexKeysMatchRequestKeys(t *testing.T) {
 	if got := x.Keys("pod-a"); got != 2 {
 		t.Errorf("Keys = %d, want 2", got)
 	}
+	// A parent hash of 0 never stored is "no parent", as llm-d-inference-sim writes it.
+	zero := uint64(0)
+	rec2 := newRecorder()
+	x2 := NewIndex(DefaultIndexConfig(), DefaultLimits(), rec2)
+	if err := x2.Handle("pod-b", "llama", 0, payload(stored([]uint64{0xc1, 0xc2}, &zero, toks[:32])), nil); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(sorted(want[:2]), rec2.keys("pod-b")); d != "" {
+		t.Fatalf("parent 0: -want +got\n%s", d)
+	}
 	// A LoRA adapter's blocks are keyed by the adapter's name, as its requests are.
 	lora := stored([]uint64{0xb1}, nil, toks[:16])
 	lora.LoRAName = "sql"
