@@ -5,8 +5,11 @@
 //	go run ./cmd/emulate -replicas 4 -base-port 8001 -gpu H100-SXM-80GB -model llama-3.1-8b
 //	go run ./cmd/emulate -speed 10 -admin-addr 127.0.0.1:9000   # 10x faster, admin API on :9000
 //
-// Each replica serves POST /v1/chat/completions and /v1/completions, GET /v1/models, /health
-// and /metrics, and failure injection under /admin/ (fail, recover, slow, errors). The
+//	go run ./cmd/emulate -replicas 2 -kv-events-port 5557          # vLLM KV events on :5557, :5558
+//
+// Each replica serves POST /v1/chat/completions, /v1/completions and /tokenize, GET /v1/models,
+// /health and /metrics, and failure injection under /admin/ (fail, recover, slow, errors). With
+// -kv-events-port it publishes its prefix cache's changes as vLLM's KV events (ZMQ, msgpack). The
 // -admin-addr server exposes the same under /replicas/{i}/admin/, reachable while a replica
 // is down. SIGINT or SIGTERM stops every replica.
 package main
@@ -43,6 +46,10 @@ type options struct {
 	basePort int
 	admin    string
 	cfg      emulate.Config
+
+	kvPort       int    // replica i binds its KV-event PUB socket on host:(kvPort+i)
+	kvReplayPort int    // and its replay ROUTER on host:(kvReplayPort+i)
+	kvDial       string // or every replica dials this endpoint (a router that binds)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -62,6 +69,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.cfg.VLLM, "vllm", "", "vLLM release whose engine semantics to follow: v0.33 or v0.8-v0.10 (empty: the newest)")
 	fs.IntVar(&o.cfg.DefaultMaxTokens, "default-max-tokens", o.cfg.DefaultMaxTokens, "tokens generated when a request sends no max_tokens")
 	fs.IntVar(&o.cfg.MaxTokensCap, "max-tokens-cap", o.cfg.MaxTokensCap, "largest max_tokens honoured; larger asks generate this many")
+	fs.IntVar(&o.kvPort, "kv-events-port", 0, "publish KV events as vLLM does: replica i binds a ZMQ PUB on host:(port+i) (0: off)")
+	fs.IntVar(&o.kvReplayPort, "kv-events-replay-port", 0, "replica i serves missed KV-event batches on a ZMQ ROUTER at host:(port+i) (0: off)")
+	fs.StringVar(&o.kvDial, "kv-events-connect", "", "publish KV events by dialing this ZMQ endpoint (tcp://host:port), where a router binds")
+	fs.BoolVar(&o.cfg.KVEvents.NamedFields, "kv-events-named", false, "encode KV events as named-field maps (vLLM PR #42892) instead of positional arrays")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -74,6 +85,20 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.basePort < 0 || (o.basePort > 0 && o.basePort+o.replicas-1 > 65535) {
 		errs = append(errs, fmt.Errorf("-base-port %d leaves no room for %d replicas", o.basePort, o.replicas))
+	}
+	if o.kvPort != 0 && o.kvDial != "" {
+		errs = append(errs, errors.New("-kv-events-port and -kv-events-connect are exclusive"))
+	}
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"-kv-events-port", o.kvPort}, {"-kv-events-replay-port", o.kvReplayPort}} {
+		if p.v < 0 || p.v+o.replicas-1 > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d leaves no room for %d replicas", p.name, p.v, o.replicas))
+		}
+	}
+	if o.kvReplayPort > 0 && o.kvPort == 0 && o.kvDial == "" {
+		errs = append(errs, errors.New("-kv-events-replay-port needs -kv-events-port or -kv-events-connect"))
 	}
 	errs = append(errs, o.cfg.Validate())
 	return o, errors.Join(errs...)
@@ -121,6 +146,7 @@ func start(ctx context.Context, o options) ([]*emulate.Replica, *http.Server, er
 			port = o.basePort + i
 		}
 		cfg.Addr = net.JoinHostPort(o.host, strconv.Itoa(port))
+		cfg.KVEvents = o.kvEvents(i)
 		r, err := emulate.NewReplica(cfg)
 		if err == nil {
 			err = r.Start(ctx)
@@ -140,6 +166,23 @@ func start(ctx context.Context, o options) ([]*emulate.Replica, *http.Server, er
 	srv := &http.Server{Addr: ln.Addr().String(), Handler: adminMux(reps), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed when stop closes it
 	return reps, srv, nil
+}
+
+// kvEvents is replica i's KV-event publishing configuration.
+func (o options) kvEvents(i int) emulate.KVEventsConfig {
+	kc := o.cfg.KVEvents
+	switch {
+	case o.kvPort > 0:
+		kc.Endpoint, kc.Bind = "tcp://"+net.JoinHostPort(o.host, strconv.Itoa(o.kvPort+i)), true
+	case o.kvDial != "":
+		kc.Endpoint = o.kvDial
+	default:
+		return kc
+	}
+	if o.kvReplayPort > 0 {
+		kc.ReplayEndpoint = "tcp://" + net.JoinHostPort(o.host, strconv.Itoa(o.kvReplayPort+i))
+	}
+	return kc
 }
 
 // adminMux serves each replica's admin API under /replicas/{i}/ and the list of replicas at

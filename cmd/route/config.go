@@ -74,6 +74,10 @@ type options struct {
 	drainDelay     time.Duration
 	drainTimeout   time.Duration
 	listPolicies   bool
+	kvConnect      string
+	kvReplay       string
+	kvBind         string
+	tokenize       bool
 	getenv         func(string) string
 }
 
@@ -96,6 +100,10 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.DurationVar(&o.drainDelay, "drain-delay", d.DrainDelay, "after SIGTERM, how long /ready answers 503 while the router keeps serving")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", d.DrainTimeout, "longest drain after SIGTERM, delay included")
 	fs.BoolVar(&o.listPolicies, "list-policies", false, "print the routing policies and exit")
+	fs.StringVar(&o.kvConnect, "kv-events-connect", "", "comma-separated vLLM KV-event publishers to dial, NAME=tcp://host:5557 (NAME: a backend's name or URL) or tcp://host:port (backend from the topic kv@<pod>@<model>)")
+	fs.StringVar(&o.kvReplay, "kv-events-replay", "", "comma-separated replay endpoints, NAME=tcp://host:port, filling sequence gaps of that backend's stream")
+	fs.StringVar(&o.kvBind, "kv-events-bind", "", "ZMQ endpoint to listen on for replicas that dial it (tcp://127.0.0.1:5557)")
+	fs.BoolVar(&o.tokenize, "tokenize", false, "fill request token ids from a backend's /tokenize (needed by precise-prefix)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -220,6 +228,14 @@ func (o *options) apply(name string, c *fileConfig) error {
 		c.DrainDelay = o.drainDelay
 	case "drain-timeout":
 		c.DrainTimeout = o.drainTimeout
+	case "kv-events-connect":
+		c.Gateway.KVEvents.Connect = splitList(o.kvConnect)
+	case "kv-events-replay":
+		c.Gateway.KVEvents.Replay = splitList(o.kvReplay)
+	case "kv-events-bind":
+		c.Gateway.KVEvents.Bind = o.kvBind
+	case "tokenize":
+		c.Gateway.Tokenize.Remote = o.tokenize
 	}
 	return nil
 }

@@ -11,10 +11,16 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// TestDeployConfigMapIsValid keeps the router configuration shipped in deploy/kubernetes
+// TestDeployConfigMapIsValid keeps the router configurations shipped in deploy/kubernetes
 // decodable and valid.
 func TestDeployConfigMapIsValid(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kubernetes", "router.yaml"))
+	for _, f := range []string{"router.yaml", "router-precise.yaml"} {
+		t.Run(f, func(t *testing.T) { checkDeployFile(t, f) })
+	}
+}
+
+func checkDeployFile(t *testing.T, name string) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "kubernetes", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,9 +86,13 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 		} else {
 			log.Warn("backend ejected", "backend", name, "url", url, "err", err)
 		}
-	}})
+	}, OnKVError: func(err error) { log.Error("kv events", "err", err) }})
 	if err != nil {
 		return err
+	}
+	if kv := cfg.Gateway.KVEvents; cfg.Gateway.Policy == "precise-prefix" && (len(kv.Connect) == 0 && kv.Bind == "" || !cfg.Gateway.Tokenize.Remote) {
+		log.Warn("precise-prefix reads KV events and request tokens: without kv_events and tokenize.remote it only balances load",
+			"kv_events", len(kv.Connect) > 0 || kv.Bind != "", "tokenize", cfg.Gateway.Tokenize.Remote)
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()

@@ -47,6 +47,8 @@ debug_headers: true
 health: {scrape_interval: 100ms, scrape_timeout: 2s, failure_threshold: 5, max_backoff: 5s, models_interval: 30s}
 timeouts: {header: 10s, first_byte: 20s, idle: 30s}
 limits: {max_body_bytes: 1048576, max_retries: 1}
+kv_events: {connect: [a=tcp://a:5557, tcp://b:5557], replay: [a=tcp://a:5558], block_size: 64}
+tokenize: {remote: true, cache_entries: 10, timeout: 1s}
 `)
 	want := gateway.Config{
 		Policy: "prefix-cache", PolicyParams: map[string]any{"imbalance_abs": 8}, Seed: 7,
@@ -54,6 +56,8 @@ limits: {max_body_bytes: 1048576, max_retries: 1}
 		Health:   gateway.HealthConfig{ScrapeInterval: 100 * time.Millisecond, ScrapeTimeout: 2 * time.Second, FailureThreshold: 5, MaxBackoff: 5 * time.Second, ModelsInterval: 30 * time.Second},
 		Timeouts: gateway.TimeoutsConfig{Header: 10 * time.Second, FirstByte: 20 * time.Second, Idle: 30 * time.Second, Request: 30 * time.Minute},
 		Limits:   gateway.LimitsConfig{MaxBodyBytes: 1 << 20, MaxRetries: 1},
+		KVEvents: gateway.KVEventsConfig{Connect: []string{"a=tcp://a:5557", "tcp://b:5557"}, Replay: []string{"a=tcp://a:5558"}, BlockSize: 64},
+		Tokenize: gateway.TokenizeConfig{Remote: true, CacheEntries: 10, Timeout: time.Second},
 	}
 	cases := []struct {
 		name    string
@@ -74,13 +78,17 @@ limits: {max_body_bytes: 1048576, max_retries: 1}
 				t.Errorf("server %+v, want %+v", c.Server, want)
 			}
 		}, ""},
-		{"flags override the file", []string{"-config", full, "-policy", "least-request", "-backends", "http://c:1", "-scrape-interval", "20ms", "-debug-headers=false", "-policy-params", `{"x":1}`}, func(t *testing.T, c fileConfig) {
+		{"flags override the file", []string{"-config", full, "-policy", "least-request", "-backends", "http://c:1", "-scrape-interval", "20ms", "-debug-headers=false", "-policy-params", `{"x":1}`,
+			"-kv-events-connect", "http://c:1=tcp://c:5557", "-kv-events-replay", "", "-tokenize=false"}, func(t *testing.T, c fileConfig) {
 			g := c.Gateway
 			if g.Policy != "least-request" || strings.Join(g.Backends, ",") != "http://c:1" || g.Health.ScrapeInterval != 20*time.Millisecond || g.DebugHeaders || fmt.Sprint(g.PolicyParams) != "map[x:1]" {
 				t.Errorf("got %+v", g)
 			}
 			if g.Health.FailureThreshold != 5 {
 				t.Errorf("flags not given must keep the file's values: %+v", g.Health)
+			}
+			if fmt.Sprint(g.KVEvents.Connect, g.KVEvents.Replay, g.KVEvents.BlockSize, g.Tokenize.Remote) != "[http://c:1=tcp://c:5557] [] 64 false" {
+				t.Errorf("kv events %+v, tokenize %+v", g.KVEvents, g.Tokenize)
 			}
 		}, ""},
 		{"flags only", []string{"-backends", "http://a:1, http://b:2", "-policy", "prefix-score"}, func(t *testing.T, c fileConfig) {

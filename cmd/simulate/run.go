@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -63,6 +64,10 @@ func (j job) scenario() map[string]any {
 		"router":   map[string]any{"metrics_interval": p.Router.MetricsInterval.String(), "network_delay": p.Router.NetworkDelay.String()},
 		"requests": p.Requests, "duration": p.Duration.String(),
 	}
+	if p.Router.Replicas > 1 { // absent for one router, so earlier results keep their bytes
+		r := s["router"].(map[string]any)
+		r["replicas"], r["assign"], r["event_delay"] = p.Router.Replicas, cmp.Or(p.Router.Assign, cluster.AssignRandom), p.Router.EventDelay.String()
+	}
 	if st := p.Arrival.Stages; len(st) > 0 {
 		a := s["arrival"].(map[string]any)
 		a["stages"] = len(st)
@@ -81,10 +86,15 @@ func (j job) scenario() map[string]any {
 // tick after each finished request.
 func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.Run, error) {
 	p := j.point
-	policy, err := router.Builtin().New(j.policy.Name, j.policy.Params, p.RouterSeedOf(j.rep))
-	if err != nil {
-		return results.Run{}, err
+	// Router replica i seeds its policy with the replication's router seed + i: one router is as before.
+	policies := make([]router.Policy, max(p.Router.Replicas, 1))
+	for i := range policies {
+		var err error
+		if policies[i], err = router.Builtin().New(j.policy.Name, j.policy.Params, p.RouterSeedOf(j.rep)+uint64(i)); err != nil {
+			return results.Run{}, err
+		}
 	}
+	policy := policies[0]
 	opts, err := p.StreamOptions()
 	if err != nil {
 		return results.Run{}, err
@@ -112,7 +122,7 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 	}
 	var werr error
 	stages := results.NewStageCollector(p.SLO())
-	s, err := cluster.New(cc, policy, stream, cluster.Sink{ITL: col.AddITL, Record: func(r *results.Record) {
+	s, err := cluster.NewRouters(cc, policies, stream, cluster.Sink{ITL: col.AddITL, Record: func(r *results.Record) {
 		col.Add(r)
 		stages.Add(stream.StageAt(r.Arrival), r)
 		if csv != nil && werr == nil {

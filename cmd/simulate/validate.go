@@ -144,5 +144,6 @@ func (p Point) clusterConfig() (cluster.Config, error) {
 	for _, f := range p.Failures {
 		c.Failures = append(c.Failures, cluster.Failure{Replica: f.Replica, At: f.At, RecoverAt: f.RecoverAt})
 	}
+	c.Routers = cluster.Routers{Count: p.Router.Replicas, Assign: p.Router.Assign, EventDelay: p.Router.EventDelay}
 	return c, c.Validate()
 }

@@ -30,10 +30,10 @@ func selfWorkload() workloads.Config {
 // TestLiveAgreesWithSimulation is the self-consistency check: the same workload, seed, fleet
 // and policy, once through emulated replicas behind the real router (driven by the load
 // generator in real time) and once through the simulator. Tolerances: hit rate within 0.05;
-// mean TTFT within 50% plus 5 ms, because the emulator tokenizes text in 4-byte chunks while
-// the simulator uses the workload's tokens (~5 characters each), so live prompts are about 25%
-// longer, and live TTFT also pays for two HTTP hops, which under -race on a busy 2-core
-// machine cost milliseconds.
+// mean TTFT within 50% plus 5 ms: the emulator now reads the workload's synthetic words back
+// as the workload's own token ids (plus one separator token per chat message), so live and
+// simulated prompts are the same length, but live TTFT also pays for two HTTP hops, which
+// under -race on a busy 2-core machine cost milliseconds.
 func TestLiveAgreesWithSimulation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs 6 s of real time")
@@ -73,7 +73,13 @@ func TestLiveAgreesWithSimulation(t *testing.T) {
 
 func simulateSelf(t *testing.T, seed uint64) *results.Aggregator {
 	t.Helper()
-	p, err := router.Builtin().New("prefix-score", nil, seed)
+	return simulateWith(t, "prefix-score", seed)
+}
+
+// simulateWith runs selfWorkload through the simulator: two H100 replicas behind policy.
+func simulateWith(t *testing.T, policy string, seed uint64) *results.Aggregator {
+	t.Helper()
+	p, err := router.Builtin().New(policy, nil, seed)
 	if err != nil {
 		t.Fatal(err)
 	}

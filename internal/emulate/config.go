@@ -40,6 +40,8 @@ type Config struct {
 	// Addr, when not empty, is the TCP address Start listens on ("127.0.0.1:8001", or port 0
 	// for any free port). Empty means the replica is only an http.Handler.
 	Addr string `json:"addr" yaml:"addr"`
+	// KVEvents configures publishing the prefix cache's changes over ZMQ, as vLLM does.
+	KVEvents KVEventsConfig `json:"kv_events" yaml:"kv_events"`
 	// StepTime, when not nil, replaces gpumodel's step pricing (tests use fixed step times).
 	StepTime func(gpumodel.Step) time.Duration `json:"-" yaml:"-"`
 }
@@ -83,6 +85,9 @@ func (c Config) Validate() error {
 	}
 	if c.MaxBodyBytes < 1 {
 		errs = append(errs, fmt.Errorf("emulate: max_body_bytes must be positive, got %d", c.MaxBodyBytes))
+	}
+	if err := c.KVEvents.validate(); err != nil {
+		errs = append(errs, err)
 	}
 	if strings.TrimSpace(c.ServedModelName) != c.ServedModelName {
 		errs = append(errs, fmt.Errorf("emulate: served_model_name %q has surrounding spaces", c.ServedModelName))

@@ -16,13 +16,15 @@
 // POST /v1/chat/completions and /v1/completions (streamed as server-sent events, or whole),
 // GET /v1/models, GET /health and GET /metrics, a Prometheus page with vLLM's metric names,
 // labels (model_name, engine="0") and histogram buckets; its latencies are wall seconds
-// (virtual time ÷ Speed), what clients measure. Prompts become token ids by hashing
-// 4-byte chunks of their text, so equal text prefixes share cache blocks. A chat prompt is
+// (virtual time ÷ Speed), what clients measure. Text in the workloads' synthetic vocabulary
+// (workloads.Words, what cmd/loadgen sends for generated workloads) becomes the very token ids
+// the workload drew, so a live prompt has the simulator's token count; other text becomes
+// token ids by hashing its 4-byte chunks, so equal text prefixes share cache blocks. A chat prompt is
 // tokenized as a minimal chat template would: each message's content on its own, each followed
 // by one separator token (roles are ignored). Every request generates exactly max_tokens
 // tokens (16 when absent) of deterministic words seeded by its prompt: one word a token for
-// completions; for chat, the words cut into exactly max_tokens 4-byte chunks, handed to the
-// engine as the answer's token ids, so a conversation's next turn, which re-sends the answer
+// completions; for chat, max_tokens synthetic-vocabulary words, handed to the engine as the
+// answer's token ids, so a conversation's next turn, which re-sends the answer
 // as an assistant message, hits its blocks in the prefix cache as it would on vLLM. A client
 // that disconnects aborts its request (engine.Replica.Abort), freeing its batch slot and blocks
 // at the end of the step in flight, as vLLM does.

@@ -20,6 +20,7 @@ func (r *Replica) routes() *http.ServeMux {
 	mux.HandleFunc("GET /v1/models", r.models)
 	mux.HandleFunc("GET /health", r.health)
 	mux.HandleFunc("GET /metrics", r.metrics)
+	mux.HandleFunc("POST /tokenize", r.tokenizeHandler)
 	mux.Handle("/admin/", r.AdminHandler())
 	return mux
 }
@@ -134,13 +135,7 @@ func (r *Replica) parse(w http.ResponseWriter, req *http.Request, chat bool) (pe
 		return pending{}, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Param: "model",
 			Code: "model_not_found", Message: fmt.Sprintf("The model `%s` does not exist.", o.Model)}
 	}
-	prompt := o.PromptTokens
-	switch {
-	case chat:
-		prompt = tokenizeChat(o.Messages)
-	case len(prompt) == 0:
-		prompt = tokenize(o.Prompt)
-	}
+	prompt := r.promptIDs(o, chat)
 	out := o.MaxTokens
 	if out == 0 {
 		out = r.cfg.DefaultMaxTokens

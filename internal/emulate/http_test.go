@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kvroute/internal/openai"
+	"kvroute/workloads"
 )
 
 func TestCompletions(t *testing.T) {
@@ -69,7 +70,7 @@ func TestCompletions(t *testing.T) {
 			}
 			wantText := answer(promptSeed(promptIDs(t, tc.body)), 0, tc.output)
 			if strings.Contains(tc.body, `"messages"`) {
-				wantText = chatAnswer(promptSeed(promptIDs(t, tc.body)), tc.output)
+				wantText = workloads.Words(chatAnswer(promptSeed(promptIDs(t, tc.body)), tc.output))
 			}
 			if got.Text != wantText {
 				t.Errorf("text %q, want %q", got.Text, wantText)

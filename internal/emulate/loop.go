@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"kvroute/gpumodel"
+	"kvroute/internal/kvevents"
 	"kvroute/sim"
 	"kvroute/sim/engine"
 )
@@ -29,6 +30,8 @@ type core struct {
 	fresh   int       // streams appended to active during the step now ending
 	lastGen int64     // engine GenerationTokens at the last step end
 
+	kv *kvOut // nil unless the replica publishes KV events
+
 	ttft, e2e histogram // in wall seconds
 	success   int64     // requests that completed
 }
@@ -40,9 +43,17 @@ func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
 	if err != nil {
 		return nil, fmt.Errorf("emulate: vllm: %w", err)
 	}
+	hooks := engine.Hooks{FirstToken: c.firstToken, Done: c.done, Step: c.step}
+	if cfg.KVEvents.Endpoint != "" {
+		c.kv = &kvOut{enc: kvevents.Positional, blockSize: d.BlockSize,
+			now: func() float64 { return float64(time.Now().UnixNano()) / 1e9 }}
+		if cfg.KVEvents.NamedFields {
+			c.kv.enc = kvevents.Named
+		}
+		hooks.KV = c.kv.add
+	}
 	eng, err := engine.New(c.k, engine.Config{Deployment: d, NumBlocks: cfg.NumBlocks, StepTime: cfg.StepTime,
-		Stretch: c.stretch, Release: rel},
-		engine.Hooks{FirstToken: c.firstToken, Done: c.done, Step: c.step})
+		Stretch: c.stretch, Release: rel}, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -106,7 +117,11 @@ func (c *core) advance(wall time.Time) error {
 	if c.stepping && v < c.due && !wall.Before(c.wallAt(c.due)) {
 		v = c.due // float rounding must not leave a due step unfired
 	}
-	return c.k.Run(max(v, c.k.Now()))
+	err := c.k.Run(max(v, c.k.Now()))
+	if c.kv != nil && c.kv.pub != nil {
+		c.kv.flush() // one batch per loop turn, as vLLM publishes one per engine step
+	}
+	return err
 }
 
 // stretch stretches a step's duration, as the engine priced it, by the slowdown, and

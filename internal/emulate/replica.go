@@ -108,10 +108,20 @@ func (r *Replica) Start(ctx context.Context) error {
 			return err
 		}
 	}
-	r.started = true
-	ctx, r.cancel = context.WithCancel(ctx)
+	ctx, cancel := context.WithCancel(ctx)
+	if r.cfg.KVEvents.Endpoint != "" {
+		if err := r.startKVEvents(ctx); err != nil {
+			cancel()
+			return err
+		}
+	}
+	r.started, r.cancel = true, cancel
 	go func() {
 		err := r.core.run(ctx, r.submit, r.ctl)
+		if kv := r.core.kv; kv != nil && kv.pub != nil {
+			kv.flush() // the AllBlocksCleared of the final abort, if any
+			_ = kv.pub.Close()
+		}
 		r.mu.Lock()
 		r.loopErr = err
 		r.mu.Unlock()

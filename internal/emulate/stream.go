@@ -5,6 +5,7 @@ import (
 
 	"kvroute/sim"
 	"kvroute/sim/engine"
+	"kvroute/workloads"
 )
 
 // stream is one request's path from the engine loop to its HTTP handler. The loop publishes
@@ -13,7 +14,8 @@ import (
 type stream struct {
 	req    engine.Request
 	seed   uint64        // seeds the answer's words
-	text   string        // a chat answer's text, 4 bytes a token; empty for completions
+	text   string        // a chat answer's text (workloads.Words of req.Answer); empty for completions
+	ends   []int         // ends[i]: the byte offset in text where token i ends
 	notify chan struct{} // capacity 1
 
 	// Owned by the loop.
@@ -28,15 +30,21 @@ type stream struct {
 }
 
 // newStream prepares a request to generate outputTokens after prompt. A chat answer's
-// tokens are the 4-byte chunks of its text and are passed to the engine as its Answer, so a
+// tokens are synthetic-vocabulary words (chatAnswer) and are passed to the engine as its Answer, so a
 // conversation's next turn hits the answer's blocks in the prefix cache; a completion's
 // tokens are one word each and unique, as before.
 func newStream(prompt []int32, outputTokens int, chat bool) *stream {
 	s := &stream{seed: promptSeed(prompt), notify: make(chan struct{}, 1)}
 	s.req = engine.Request{Prompt: prompt, OutputTokens: outputTokens, Tag: s}
 	if chat {
-		s.text = chatAnswer(s.seed, outputTokens)
-		s.req.Answer = appendChunks(make([]int32, 0, outputTokens), s.text)
+		s.req.Answer = chatAnswer(s.seed, outputTokens)
+		s.ends = make([]int, outputTokens)
+		buf := make([]byte, 0, 6*outputTokens)
+		for i := range s.req.Answer {
+			buf = workloads.AppendWords(buf, s.req.Answer[i:i+1])
+			s.ends[i] = len(buf)
+		}
+		s.text = string(buf)
 	}
 	return s
 }
@@ -44,7 +52,14 @@ func newStream(prompt []int32, outputTokens int, chat bool) *stream {
 // answer returns the text of generated tokens [from, to).
 func (s *stream) answer(from, to int) string {
 	if s.req.Answer != nil {
-		return s.text[from*chunkBytes : to*chunkBytes]
+		start := 0
+		if from > 0 {
+			start = s.ends[from-1]
+		}
+		if to == 0 {
+			return ""
+		}
+		return s.text[start:s.ends[to-1]]
 	}
 	return answer(s.seed, from, to)
 }

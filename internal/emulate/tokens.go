@@ -4,20 +4,33 @@ import (
 	"strings"
 
 	"kvroute/internal/openai"
+	"kvroute/workloads"
 )
 
 // chunkBytes is the number of prompt bytes per token: about what a BPE tokenizer averages on
 // English text, and what workloads.ChunkTokenizer uses, so both count the same tokens.
 const chunkBytes = 4
 
-// tokenize cuts text into 4-byte chunks and hashes each (FNV-1a, 31 bits) to a token id, so the
+// tokenize returns text's token ids. Text in the workloads' synthetic vocabulary (what
+// cmd/loadgen sends for generated workloads: workloads.Words) gives back the very ids the
+// workload drew, so a live prompt has the token count, and the blocks, the simulator gives
+// it. Any other text is cut into 4-byte chunks, each hashed (FNV-1a, 31 bits) to an id, so the
 // same text always gives the same ids and a shared text prefix gives a shared id prefix. An
 // empty text is one token, as a real tokenizer's BOS token would be.
 func tokenize(text string) []int32 {
 	if text == "" {
 		return []int32{0}
 	}
-	return appendChunks(make([]int32, 0, (len(text)+chunkBytes-1)/chunkBytes), text)
+	return appendText(make([]int32, 0, (len(text)+chunkBytes-1)/chunkBytes), text)
+}
+
+// appendText appends text's ids: its synthetic-vocabulary ids when it is such text,
+// otherwise its 4-byte chunks.
+func appendText(ids []int32, text string) []int32 {
+	if w, err := workloads.ParseWords(text); err == nil && len(w) > 0 {
+		return append(ids, w...)
+	}
+	return appendChunks(ids, text)
 }
 
 // appendChunks appends the ids of text's 4-byte chunks to ids: none for an empty text.
@@ -37,7 +50,7 @@ func appendChunks(ids []int32, text string) []int32 {
 const chatSep int32 = 1
 
 // tokenizeChat tokenizes chat messages as a (minimal) chat template would: each message's
-// content on its own, in 4-byte chunks (none for an empty content), followed by chatSep. The
+// content on its own (appendText; none for an empty content), followed by chatSep. The
 // separator after the last message plays the template's generation prompt, so the prompt of
 // a conversation's next turn (these messages, the answer as an assistant message, a new
 // message) starts with this prompt followed by exactly the answer's tokens, as vLLM's would.
@@ -48,7 +61,7 @@ func tokenizeChat(msgs []openai.Message) []int32 {
 	}
 	ids := make([]int32, 0, n)
 	for _, m := range msgs {
-		ids = append(appendChunks(ids, m.Content), chatSep)
+		ids = append(appendText(ids, m.Content), chatSep)
 	}
 	return ids
 }
@@ -98,15 +111,17 @@ func answer(seed uint64, from, to int) string {
 	return b.String()
 }
 
-// chatAnswer returns the text of a chat answer of n tokens seeded by seed: the answer's
-// words cut to exactly n 4-byte chunks (the words are ASCII), so appendChunks(nil, text) gives
-// the n token ids the replica generates, and a client that sends the text back in the next
-// turn sends those ids again.
-func chatAnswer(seed uint64, n int) string {
-	var b strings.Builder
-	b.Grow(n*chunkBytes + 16)
-	for i := 0; b.Len() < n*chunkBytes; i++ {
-		b.WriteString(word(seed, i))
+// chatAnswer returns the token ids of a chat answer of n tokens seeded by seed, drawn from
+// the synthetic vocabulary: their text is workloads.Words(ids), so a client that sends the
+// text back in the next turn sends those very ids again (appendText), and the answer's
+// blocks, which the engine caches, are hit.
+func chatAnswer(seed uint64, n int) []int32 {
+	ids := make([]int32, n)
+	for i := range ids {
+		z := seed + uint64(i+1)*0x9e3779b97f4a7c15 // splitmix64, as word
+		z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+		z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+		ids[i] = int32((z ^ z>>31) % workloads.VocabSize)
 	}
-	return b.String()[:n*chunkBytes]
+	return ids
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"kvroute/internal/openai"
+	"kvroute/workloads"
 )
 
 func TestTokenize(t *testing.T) {
@@ -23,6 +24,11 @@ func TestTokenize(t *testing.T) {
 		{"one chunk", "abcd", 1},
 		{"chunk and a bit", "abcde", 2},
 		{"multi-byte", "héllo wörld", 4},
+		// The workloads' synthetic vocabulary: one id a word, as the workload drew them,
+		// not the 5 chunks its 17 bytes would make.
+		{"synthetic words", workloads.Words([]int32{3, 250, 9000, 42}), 4},
+		{"synthetic words without the trailing space", "ba be ", 2},
+		{"not quite synthetic", "ba be", 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,6 +64,12 @@ func FuzzTokenize(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, text string, cut int) {
 		ids := tokenize(text)
+		if w, err := workloads.ParseWords(text); err == nil && len(w) > 0 {
+			if !slices.Equal(ids, w) {
+				t.Fatalf("synthetic text %q gives %v, want its words %v", text, ids, w)
+			}
+			return
+		}
 		if want := max(1, (len(text)+3)/4); len(ids) != want {
 			t.Fatalf("%d ids for %d bytes, want %d", len(ids), len(text), want)
 		}
@@ -117,12 +129,17 @@ func FuzzRequestBody(f *testing.F) {
 func TestChatAnswer(t *testing.T) {
 	seed := promptSeed(tokenize("q"))
 	for _, n := range []int{1, 2, 7, 100} {
-		text := chatAnswer(seed, n)
-		if len(text) != n*chunkBytes || !strings.HasPrefix(answer(seed, 0, n), text) {
-			t.Errorf("chatAnswer(%d) = %q: want the first %d bytes of %q", n, text, n*chunkBytes, answer(seed, 0, n))
+		ids := chatAnswer(seed, n)
+		if got := tokenize(workloads.Words(ids)); !slices.Equal(got, ids) {
+			t.Errorf("chatAnswer(%d): its text tokenizes to %v, want %v", n, got, ids)
 		}
-		if got := len(appendChunks(nil, text)); got != n {
-			t.Errorf("chatAnswer(%d) is %d tokens", n, got)
+		st := newStream([]int32{5}, n, true)
+		var pieces strings.Builder
+		for i := range n {
+			pieces.WriteString(st.answer(i, i+1))
+		}
+		if pieces.String() != st.text || st.answer(0, n) != st.text {
+			t.Errorf("answer pieces %q do not make up the text %q", pieces.String(), st.text)
 		}
 	}
 	msgs := []openai.Message{{Role: "system", Content: "abcde"}, {Role: "user", Content: ""}, {Role: "user", Content: "xy"}}
@@ -172,7 +189,7 @@ func TestConversationHitsAnswer(t *testing.T) {
 			second := send(turn2)
 
 			// The tokens the engine holds after turn 1, and how far turn 2's prompt repeats them.
-			held := slices.Concat(prompt1, appendChunks(nil, first.Text))
+			held := slices.Concat(prompt1, tokenize(first.Text))
 			if want := newStream(prompt1, maxTokens, true).req.Answer; !slices.Equal(held[len(prompt1):], want) {
 				t.Fatalf("the answer received tokenizes to %v, the engine generated %v", held[len(prompt1):], want)
 			}

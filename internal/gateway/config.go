@@ -43,6 +43,10 @@ type Config struct {
 	// model (router.EndpointState.Prefill, read by predicted-ttft). cmd/route fills it from
 	// its hardware section; the gateway does not import gpumodel.
 	Prefill map[string]router.PrefillPredictor `yaml:"-" json:"-"`
+	// KVEvents subscribes to the backends' KV events (read at New; a reload keeps them).
+	KVEvents KVEventsConfig `yaml:"kv_events" json:"kv_events"`
+	// Tokenize fills requests' token ids from the backends' /tokenize.
+	Tokenize TokenizeConfig `yaml:"tokenize" json:"tokenize"`
 }
 
 // HealthConfig configures the per-backend scrape loop, which is also the health check.
@@ -97,6 +101,8 @@ func DefaultConfig() Config {
 		},
 		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second, Request: 30 * time.Minute},
 		Limits:   LimitsConfig{MaxBodyBytes: 16 << 20, MaxRetries: 2},
+		KVEvents: KVEventsConfig{BlockSize: 16},
+		Tokenize: TokenizeConfig{CacheEntries: 4096, Timeout: 2 * time.Second},
 	}
 }
 
@@ -113,12 +119,14 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("backends: at least one required"))
 	}
 	seen := map[string]bool{}
+	var specs []backendSpec
 	for i, b := range c.Backends {
 		spec, err := parseBackend(b)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("backends[%d]: %w", i, err))
 			continue
 		}
+		specs = append(specs, spec)
 		for _, k := range []string{"url " + spec.url, "name " + spec.name} {
 			if seen[k] {
 				errs = append(errs, fmt.Errorf("backends[%d]: %s listed twice", i, k))
@@ -131,7 +139,8 @@ func (c Config) Validate() error {
 			errs = append(errs, fmt.Errorf("api_keys[%d]: empty or contains whitespace", i))
 		}
 	}
-	errs = append(errs, c.Health.validate(), c.Timeouts.validate(), c.Limits.validate())
+	errs = append(errs, c.Health.validate(), c.Timeouts.validate(), c.Limits.validate(),
+		c.KVEvents.validate(specs), c.Tokenize.validate())
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("gateway: config: %w", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"kvroute/internal/kvevents"
 	"kvroute/router"
 )
 
@@ -33,6 +34,9 @@ type Options struct {
 	// that ejected it) or re-admitted (ready true), with the backend's name and URL. It must
 	// not block.
 	OnHealth func(name, url string, ready bool, err error)
+	// OnKVError, when set, hears a KV event source that could not be set up (a bad or busy
+	// endpoint). It must not block.
+	OnKVError func(error)
 }
 
 // Gateway routes OpenAI requests to backends. It is safe for concurrent use.
@@ -50,6 +54,9 @@ type Gateway struct {
 	current  atomic.Pointer[state] // read without mu on the hot path
 	models   atomic.Pointer[modelIndex]
 	reasons  atomic.Pointer[map[string][]string] // X-Kvroute-Reason values by reason
+	kvIndex  *kvevents.Index                     // nil without kv_events
+	kvCfg    KVEventsConfig                      // as configured at New
+	tok      *tokenizer
 
 	mu     sync.Mutex      // guards the fields below and every backend's mutable fields
 	snap   router.Snapshot // scratch: one decision at a time builds its snapshot here
@@ -97,6 +104,18 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		return nil, err
 	}
 	g.install(st)
+	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport); err != nil {
+		return nil, fmt.Errorf("gateway: tokenize: %w", err)
+	}
+	if cfg.KVEvents.enabled() {
+		g.kvCfg = cfg.KVEvents
+		ic := kvevents.DefaultIndexConfig()
+		ic.BlockSize = cfg.KVEvents.BlockSize
+		g.kvIndex = kvevents.NewIndex(ic, kvevents.DefaultLimits(), kvSink{g})
+		if err := g.registerKVMetrics(opts.Metrics); err != nil {
+			return nil, fmt.Errorf("gateway: metrics: %w", err)
+		}
+	}
 	return g, nil
 }
 
@@ -219,6 +238,9 @@ func (g *Gateway) Run(ctx context.Context) error {
 	g.runCtx = ctx
 	for _, b := range g.current.Load().backends {
 		g.startLoop(b)
+	}
+	if g.kvIndex != nil {
+		g.runKVEvents(ctx, g.kvCfg)
 	}
 	g.mu.Unlock()
 	<-ctx.Done()

@@ -15,6 +15,8 @@ type metrics struct {
 	retries      *prometheus.CounterVec
 	healthy      *prometheus.GaugeVec
 	scrapeErrors *prometheus.CounterVec
+	kvErrors     prometheus.Counter       // registered only with kv_events
+	tokenize     *prometheus.HistogramVec // by result: hit, miss, error
 
 	// requestsMu guards requestsByKey, the requests counters already looked up: a map
 	// lookup is cheaper than the vector's, which hashes and validates every label.
@@ -74,12 +76,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "kvroute_gateway_backend_healthy",
 			Help: "1 when the backend is admitted, 0 when it is ejected.",
 		}, []string{"backend"}),
+		kvErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "kvroute_gateway_kv_errors_total",
+			Help: "Problems on the KV event sockets: undecodable messages, failed replays, lost connections.",
+		}),
+		tokenize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "kvroute_gateway_tokenize_duration_seconds", Buckets: microBuckets,
+			Help: "Time to fill a request's token ids, by result: hit (the cache), miss (a backend's /tokenize), error (routed without ids).",
+		}, []string{"result"}),
 		scrapeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kvroute_gateway_scrape_errors_total",
 			Help: "Failed scrapes of a backend's /metrics.",
 		}, []string{"backend"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.decision, m.overhead, m.inflight, m.retries, m.healthy, m.scrapeErrors} {
+	for _, c := range []prometheus.Collector{m.requests, m.decision, m.overhead, m.inflight, m.retries, m.healthy, m.scrapeErrors, m.tokenize} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -68,6 +68,12 @@ type RouterConfig struct {
 	// MaxRetries is how often a request a failed replica aborted is re-routed; absent means
 	// cluster.DefaultMaxRetries (2) and 0 means never, as cmd/route's limits.max_retries.
 	MaxRetries *int `yaml:"max_retries,omitempty"`
+	// Replicas is the number of router replicas (0 or 1: one), each with its own policy
+	// state; Assign is how a request picks one ("random", the default, or "affinity" by
+	// session); EventDelay is how long KV events take to reach the routers.
+	Replicas   int           `yaml:"replicas,omitempty"`
+	Assign     string        `yaml:"assign,omitempty"`
+	EventDelay time.Duration `yaml:"event_delay,omitempty"`
 }
 
 // FailureConfig takes a replica down at At and back at RecoverAt (0: never).

@@ -32,12 +32,10 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Sim struct {
 	cfg    Config
 	k      *sim.Kernel
-	policy router.Policy
-	obs    router.Observer
+	rt     []*routerInst // router replicas; rt[0]'s snapshot names the endpoints
 	stream *workloads.Stream
 	sink   Sink
 	reps   []*engine.Replica
-	snap   router.Snapshot
 	salt   uint64
 
 	arrivalEv sim.EventID
@@ -58,6 +56,7 @@ type flight struct {
 	ereq        engine.Request
 	arrival     sim.Time
 	endpoint    int
+	router      int // the router replica that routed it
 	reason      string
 	retries     int
 	firstToken  sim.Time
@@ -65,16 +64,44 @@ type flight struct {
 	cached      int
 }
 
-// New returns a simulation of cfg's fleet routed by policy, fed by stream.
+// routerInst is one router replica: its policy and its own view of the fleet (scraped fields
+// shared, in-flight counters its own).
+type routerInst struct {
+	policy router.Policy
+	obs    router.Observer
+	kv     router.KVEventObserver
+	ft     router.FirstTokenObserver
+	snap   router.Snapshot
+}
+
+// New returns a simulation of cfg's fleet routed by policy, fed by stream: one router.
 func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) (*Sim, error) {
+	if cfg.Routers.count() != 1 {
+		return nil, fmt.Errorf("cluster: %d routers need NewRouters", cfg.Routers.count())
+	}
+	return NewRouters(cfg, []router.Policy{policy}, stream, sink)
+}
+
+// NewRouters returns a simulation of cfg's fleet behind len(policies) router replicas
+// (cfg.Routers.Count of them), each with its own policy instance and state.
+func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, sink Sink) (*Sim, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if sink.Record == nil {
 		return nil, errors.New("cluster: sink has no Record function")
 	}
-	s := &Sim{cfg: cfg, k: sim.NewKernel(), policy: policy, stream: stream, sink: sink, arrivalAt: sim.Never}
-	s.obs, _ = policy.(router.Observer)
+	if len(policies) != cfg.Routers.count() {
+		return nil, fmt.Errorf("cluster: %d policies for %d routers", len(policies), cfg.Routers.count())
+	}
+	s := &Sim{cfg: cfg, k: sim.NewKernel(), stream: stream, sink: sink, arrivalAt: sim.Never}
+	for _, p := range policies {
+		ri := &routerInst{policy: p}
+		ri.obs, _ = p.(router.Observer)
+		ri.kv, _ = p.(router.KVEventObserver)
+		ri.ft, _ = p.(router.FirstTokenObserver)
+		s.rt = append(s.rt, ri)
+	}
 	s.arrivalFn, s.tickFn = s.onArrival, s.tick
 	s.salt = engine.BlockHash(0, modelSalt(cfg.Model))
 	// One hash memo for the fleet: a conversation's next turn reuses its history's block
@@ -92,10 +119,12 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 		if err != nil {
 			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
 		}
-		s.snap.Endpoints = append(s.snap.Endpoints, router.EndpointState{
-			ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
-			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
-		})
+		for _, ri := range s.rt {
+			ri.snap.Endpoints = append(ri.snap.Endpoints, router.EndpointState{
+				ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
+				NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
+			})
+		}
 	}
 	return s, nil
 }
@@ -114,14 +143,14 @@ func (s *Sim) hooks(i int) engine.Hooks {
 		FirstToken: func(r *engine.Request, at sim.Time) {
 			f := r.Tag.(*flight)
 			f.firstToken = at + sim.Time(s.cfg.NetworkDelay)
-			if ft, ok := s.policy.(router.FirstTokenObserver); ok {
+			if ft := s.rt[f.router].ft; ft != nil {
 				s.firstToken(ft, i, f, at)
 			}
 		},
 		Done: func(res engine.Result) { s.replicaDone(i, res) },
 	}
-	if kv, ok := s.policy.(router.KVEventObserver); ok {
-		h.KV = func(ev engine.KVEvent) { s.kvEvent(kv, i, ev) }
+	if s.readsEvents() {
+		h.KV = func(ev engine.KVEvent) { s.kvEvent(i, ev) }
 	}
 	if s.sink.ITL != nil {
 		h.Step = func(_ sim.Time, d time.Duration, st gpumodel.Step) {
@@ -134,7 +163,16 @@ func (s *Sim) hooks(i int) engine.Hooks {
 }
 
 // Endpoints returns the router's current view of the fleet.
-func (s *Sim) Endpoints() []router.EndpointState { return s.snap.Endpoints }
+func (s *Sim) Endpoints() []router.EndpointState { return s.rt[0].snap.Endpoints }
+
+func (s *Sim) readsEvents() bool {
+	for _, ri := range s.rt {
+		if ri.kv != nil {
+			return true
+		}
+	}
+	return false
+}
 
 // Replica returns replica i, for inspection.
 func (s *Sim) Replica(i int) *engine.Replica { return s.reps[i] }
@@ -220,9 +258,9 @@ func (s *Sim) newFlight(w workloads.Request, now sim.Time) *flight {
 }
 
 // firstToken tells a policy that tracks prompt load that f's first token, produced by
-// replica i at at, reached the router (after the network delay).
+// replica i at at, reached the router that routed f (after the network delay).
 func (s *Sim) firstToken(ft router.FirstTokenObserver, i int, f *flight, at sim.Time) {
-	id := s.snap.Endpoints[i].ID
+	id := s.rt[0].snap.Endpoints[i].ID
 	if s.cfg.NetworkDelay == 0 {
 		ft.FirstToken(&f.rreq, id, s.wall(at))
 		return
@@ -230,9 +268,27 @@ func (s *Sim) firstToken(ft router.FirstTokenObserver, i int, f *flight, at sim.
 	s.k.Schedule(at+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { ft.FirstToken(&f.rreq, id, s.wall(now)) })
 }
 
-// kvEvent forwards replica i's KV event to a policy that reads the caches.
-func (s *Sim) kvEvent(kv router.KVEventObserver, i int, ev engine.KVEvent) {
-	id := s.snap.Endpoints[i].ID
+// kvEvent forwards replica i's KV event to every router whose policy reads the caches,
+// Routers.EventDelay later.
+func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
+	ev.Tokens = nil // valid only during the hook; the routers need only the hash
+	if d := s.cfg.Routers.EventDelay; d > 0 {
+		s.k.Schedule(s.k.Now()+sim.Time(d), -1, func(sim.Time) { s.deliver(i, ev) })
+		return
+	}
+	s.deliver(i, ev)
+}
+
+func (s *Sim) deliver(i int, ev engine.KVEvent) {
+	id := s.rt[0].snap.Endpoints[i].ID
+	for _, ri := range s.rt {
+		if ri.kv != nil {
+			applyKV(ri.kv, id, ev)
+		}
+	}
+}
+
+func applyKV(kv router.KVEventObserver, id string, ev engine.KVEvent) {
 	switch {
 	case ev.Cleared:
 		kv.AllBlocksCleared(id)

@@ -25,7 +25,34 @@ type Config struct {
 	MaxRetries int
 	// Failures take replicas down and back up.
 	Failures []Failure
+	// Routers models several router replicas in front of the fleet (zero value: one).
+	Routers Routers
 }
+
+// Routers describes N router replicas, each with its own policy state and its own in-flight
+// counters; scraped metrics and health are the same for all. Approximate policies learn only
+// from the requests that reach them; policies that read KV events each receive every
+// replica's events (as every llm-d scheduler replica subscribes to every pod), EventDelay
+// after the engine's change.
+type Routers struct {
+	// Count is the number of router replicas (0 or 1: one).
+	Count int
+	// Assign is how a request picks its router: AssignRandom (a hash of the request id:
+	// uniform and independent of the request) or AssignAffinity (a hash of its session, or
+	// tenant, so a conversation always reaches the same router, as with client-IP affinity).
+	Assign string
+	// EventDelay is the time from a cache change in an engine to its KV event reaching the
+	// routers (publishing, network, decoding); 0: at once.
+	EventDelay time.Duration
+}
+
+// Ways a request is assigned to a router replica.
+const (
+	AssignRandom   = "random"
+	AssignAffinity = "affinity"
+)
+
+func (r Routers) count() int { return max(r.Count, 1) }
 
 // Failure takes replica Replica down at At and back up at RecoverAt (0: never).
 type Failure struct {
@@ -51,6 +78,12 @@ func (c Config) Validate() error {
 	if c.MetricsInterval < 0 || c.NetworkDelay < 0 || c.MaxRetries < 0 {
 		errs = append(errs, fmt.Errorf("cluster: metrics_interval %v, network_delay %v, max_retries %d: want >= 0",
 			c.MetricsInterval, c.NetworkDelay, c.MaxRetries))
+	}
+	if c.Routers.Count < 0 || c.Routers.EventDelay < 0 {
+		errs = append(errs, fmt.Errorf("cluster: routers.count %d, routers.event_delay %v: want >= 0", c.Routers.Count, c.Routers.EventDelay))
+	}
+	if a := c.Routers.Assign; a != "" && a != AssignRandom && a != AssignAffinity {
+		errs = append(errs, fmt.Errorf("cluster: routers.assign %q: want %q or %q", a, AssignRandom, AssignAffinity))
 	}
 	for i, f := range c.Failures {
 		if f.Replica < 0 || f.Replica >= len(c.Replicas) {

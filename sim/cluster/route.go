@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"hash/fnv"
+
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/sim"
@@ -14,18 +16,20 @@ func (s *Sim) dispatch(f *flight, now sim.Time) {
 	if s.cfg.MetricsInterval == 0 {
 		s.scrape(now)
 	}
-	s.snap.Now = s.wall(now)
-	d, err := s.policy.Pick(&f.rreq, &s.snap)
+	f.router = s.routerFor(&f.wreq)
+	ri := s.rt[f.router]
+	ri.snap.Now = s.wall(now)
+	d, err := ri.policy.Pick(&f.rreq, &ri.snap)
 	if err != nil {
 		s.finish(f, now, results.StatusRejected, err.Error())
 		return
 	}
 	f.endpoint, f.reason = d.Index, d.Reason
-	e := &s.snap.Endpoints[d.Index]
+	e := &ri.snap.Endpoints[d.Index]
 	e.InFlight++
 	e.InFlightTokens += f.rreq.InputTokens + f.rreq.MaxOutputTokens
-	if s.obs != nil {
-		s.obs.Routed(&f.rreq, e.ID, s.snap.Now)
+	if ri.obs != nil {
+		ri.obs.Routed(&f.rreq, e.ID, ri.snap.Now)
 	}
 	rep := s.reps[d.Index]
 	if s.cfg.NetworkDelay == 0 {
@@ -51,12 +55,13 @@ func (s *Sim) replicaDone(i int, res engine.Result) {
 
 // answered releases the router's accounting for f's attempt on replica i and ends or retries f.
 func (s *Sim) answered(i int, f *flight, res engine.Result, now sim.Time) {
-	e := &s.snap.Endpoints[i]
+	ri := s.rt[f.router]
+	e := &ri.snap.Endpoints[i]
 	e.InFlight--
 	e.InFlightTokens -= f.rreq.InputTokens + f.rreq.MaxOutputTokens
-	if s.obs != nil {
+	if ri.obs != nil {
 		u := router.Usage{PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens, CompletionTokens: res.OutputTokens}
-		s.obs.Finished(&f.rreq, e.ID, u, s.wall(now))
+		ri.obs.Finished(&f.rreq, e.ID, u, s.wall(now))
 	}
 	switch {
 	case res.Status == engine.Completed:
@@ -82,7 +87,7 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 		PromptTokens: len(f.wreq.Tokens), Preemptions: f.preemptions, Retries: f.retries,
 	}
 	if f.reason != "" {
-		rec.Endpoint = s.snap.Endpoints[f.endpoint].ID
+		rec.Endpoint = s.rt[0].snap.Endpoints[f.endpoint].ID
 	}
 	if st == results.StatusCompleted {
 		rec.FirstToken, rec.CachedTokens, rec.OutputTokens = f.firstToken.Duration(), f.cached, f.wreq.OutputTokens
@@ -119,21 +124,48 @@ func (s *Sim) scrape(now sim.Time) {
 	t := s.wall(now)
 	for i, rep := range s.reps {
 		m := rep.Metrics()
-		e := &s.snap.Endpoints[i]
-		e.Running, e.Waiting, e.KVUsage, e.NumGPUBlocks, e.UpdatedAt = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, t
+		for _, ri := range s.rt {
+			e := &ri.snap.Endpoints[i]
+			e.Running, e.Waiting, e.KVUsage, e.NumGPUBlocks, e.UpdatedAt = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, t
+		}
 	}
 }
 
 func (s *Sim) fail(i int) {
-	s.snap.Endpoints[i].Ready = false // health checks eject it
-	if s.obs != nil {
-		s.obs.Removed(s.snap.Endpoints[i].ID)
+	for _, ri := range s.rt {
+		ri.snap.Endpoints[i].Ready = false // health checks eject it
+		if ri.obs != nil {
+			ri.obs.Removed(ri.snap.Endpoints[i].ID)
+		}
 	}
 	s.reps[i].Fail()
 }
 
 func (s *Sim) recover(i int, now sim.Time) {
 	s.reps[i].Recover()
-	s.snap.Endpoints[i].Ready = true
-	s.snap.Endpoints[i].UpdatedAt = s.wall(now)
+	for _, ri := range s.rt {
+		ri.snap.Endpoints[i].Ready = true
+		ri.snap.Endpoints[i].UpdatedAt = s.wall(now)
+	}
+}
+
+// routerFor picks the router replica a request reaches: by a hash of its id (random), or of
+// its session or tenant (affinity; a request with neither falls back to its id).
+func (s *Sim) routerFor(w *workloads.Request) int {
+	n := len(s.rt)
+	if n == 1 {
+		return 0
+	}
+	key := w.ID
+	if s.cfg.Routers.Assign == AssignAffinity {
+		switch {
+		case w.Session != "":
+			key = w.Session
+		case w.Tenant != "":
+			key = w.Tenant
+		}
+	}
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(key))
+	return int(h.Sum64() % uint64(n))
 }

@@ -49,6 +49,12 @@ type Hooks struct {
 type KVEvent struct {
 	Stored, Cleared bool
 	Hash            uint64
+	// For a stored block, what vLLM's BlockStored carries besides the hash: the block's
+	// token ids (valid only during the call) and its parent's hash (HasParent false for a
+	// request's first block, whose parent is the request's Salt).
+	Tokens    []int32
+	Parent    uint64
+	HasParent bool
 }
 
 // Metrics is what the replica's vLLM /metrics endpoint would show.
@@ -86,6 +92,10 @@ type Replica struct {
 	bs       int
 	maxBatch int
 	maxSeqs  int
+
+	storing      *seq    // the sequence whose blocks register is caching (KV hook only)
+	storingBlock int     // and the block
+	kvTokens     []int32 // a stored block's tokens, handed to the KV hook
 
 	waiting  []*seq  // FIFO; preempted requests go to the front
 	waitBase []*seq  // the waiting queue's array from its start (see pushWaiting)
@@ -152,7 +162,13 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	r.startFn, r.endFn = r.kicked, r.endStep
 	r.private = rel.HashOutput && hooks.KV == nil
 	if hooks.KV != nil {
-		r.pool.events = func(stored bool, h uint64) { hooks.KV(KVEvent{Stored: stored, Hash: h}) }
+		r.pool.events = func(stored bool, h uint64) {
+			ev := KVEvent{Stored: stored, Hash: h}
+			if stored && r.storing != nil {
+				ev.Tokens, ev.Parent, ev.HasParent = r.blockOf(r.storing, r.storingBlock)
+			}
+			hooks.KV(ev)
+		}
 	}
 	return r, nil
 }

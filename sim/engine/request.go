@@ -151,37 +151,52 @@ func (r *Replica) hashUpTo(s *seq, n int) int {
 // hashBlocks extends s's hashes up to its first n full blocks, or up to its first block with
 // an unknown token, and returns how many are available.
 func (r *Replica) hashBlocks(s *seq, n int) int {
-	bs := r.bs
-	prompt, answer := s.req.Prompt, s.req.Answer
 	for j := len(s.hashes); j < n; j++ {
-		lo, hi := j*bs, (j+1)*bs
-		var block []int32
-		switch {
-		case hi <= len(prompt):
-			block = prompt[lo:hi]
-		case hi <= len(prompt)+len(answer):
-			buf := append(r.scratch[:0], prompt[min(lo, len(prompt)):]...)
-			block = append(buf, answer[max(lo-len(prompt), 0):hi-len(prompt)]...)
-			r.scratch = block
-		case r.sem.HashOutput && !s.private && hi <= s.promptLen+s.outputLen:
-			buf := append(r.scratch[:0], prompt[min(lo, len(prompt)):]...)
-			buf = append(buf, answer[min(max(lo-len(prompt), 0), len(answer)):]...)
-			for i := lo + len(buf); i < hi; i++ {
-				buf = append(buf, OutputToken(s.nonce, i))
-			}
-			block = buf
-			r.scratch = buf
-		default:
+		block, ok := r.blockTokens(s, j, &r.scratch)
+		if !ok {
 			s.hashable = j // generated tokens without an Answer are never known
 			return j
 		}
 		if j == 0 {
 			s.hashes = append(s.hashes, BlockHash(s.req.Salt, block))
-			r.memo.reuse(s, bs)
+			r.memo.reuse(s, r.bs)
 			j = len(s.hashes) - 1
 			continue
 		}
 		s.hashes = append(s.hashes, BlockHash(s.hashes[j-1], block))
 	}
 	return n
+}
+
+// blockTokens returns full block j's tokens: the prompt's, the Answer's, and past the Answer
+// the generated tokens the release hashes (OutputToken), built in *buf when the block is not
+// a slice of the prompt. It is false when a token of the block is not known.
+func (r *Replica) blockTokens(s *seq, j int, buf *[]int32) ([]int32, bool) {
+	lo, hi := j*r.bs, (j+1)*r.bs
+	prompt, answer := s.req.Prompt, s.req.Answer
+	switch {
+	case hi <= len(prompt):
+		return prompt[lo:hi], true
+	case hi <= len(prompt)+len(answer):
+	case r.sem.HashOutput && !s.private && hi <= s.promptLen+s.outputLen:
+	default:
+		return nil, false
+	}
+	b := append((*buf)[:0], prompt[min(lo, len(prompt)):]...)
+	b = append(b, answer[min(max(lo-len(prompt), 0), len(answer)):min(hi-len(prompt), len(answer))]...)
+	for i := lo + len(b); i < hi; i++ {
+		b = append(b, OutputToken(s.nonce, i))
+	}
+	*buf = b
+	return b, true
+}
+
+// blockOf returns full block j's tokens (in r.kvTokens, valid until the next call) and its
+// parent's hash, for a BlockStored event.
+func (r *Replica) blockOf(s *seq, j int) ([]int32, uint64, bool) {
+	tokens, _ := r.blockTokens(s, j, &r.kvTokens) // a cached block's tokens are known
+	if j == 0 {
+		return tokens, 0, false
+	}
+	return tokens, s.hashes[j-1], true
 }

@@ -122,9 +122,14 @@ func (r *Replica) allocate(s *seq, total int) bool {
 // register caches s's first full blocks, up to full, whose tokens are known.
 func (r *Replica) register(s *seq, full int) {
 	known := min(r.hashUpTo(s, full), len(s.blocks))
+	if r.hooks.KV != nil && s.reg < known {
+		r.storing = s // for the BlockStored events' tokens and parents
+	}
 	for ; s.reg < known; s.reg++ {
+		r.storingBlock = s.reg
 		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg])
 	}
+	r.storing = nil
 }
 
 // admit looks up the prefix cache for waiting request s and allocates what its first chunk

@@ -1,0 +1,20 @@
+// Package kvevents reads the KV-cache events vLLM publishes and turns them into router keys.
+//
+// vLLM (vllm/distributed/kv_events.py, read at commit 0181ea31) publishes a KVEventBatch
+// {ts, events, data_parallel_rank} of BlockStored, BlockRemoved and AllBlocksCleared events
+// over a ZMQ PUB socket as three frames: topic (kv@<pod>@<model> by convention), an 8-byte
+// big-endian sequence number, and the msgpack payload. Older releases and
+// llm-d-inference-sim's default encode every struct as a positional array (msgspec
+// array_like); vLLM PR #42892 and llm-d-inference-sim --use-vllm-map-event-format encode them
+// as maps of named fields with a "type" tag. Decode reads both.
+//
+// A replica's events carry the engine's own block hashes (sha256 or a seeded hash, ints or
+// bytes): an Index keeps, per replica, engine key → router key, where the router key is the
+// chained hash of the block's token ids (router/prefix.TokenBlockHash, seeded with the model
+// name), so a router's keys do not depend on the engine's hash algorithm or PYTHONHASHSEED
+// (llm-d-kv-cache's "dual keys").
+//
+// A Subscriber reads one ZMQ stream (connecting to each replica's publisher, or binding one
+// endpoint the replicas dial), checks sequence numbers per topic, asks the replica's replay
+// ROUTER socket for a gap when one is configured and otherwise marks that replica stale.
+package kvevents

@@ -1,0 +1,376 @@
+package kvevents
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zeromq/zmq4"
+)
+
+// Topic returns the topic vLLM deployments publish under: kv@<pod>@<model>
+// (vLLM's --kv-events-config "topic"; llm-d's guides set kv@${POD_IP}@<model>).
+func Topic(pod, model string) string { return "kv@" + pod + "@" + model }
+
+// ParseTopic splits kv@<pod>@<model>. The pod may hold ':' (llm-d-inference-sim uses
+// <POD_IP>:<port>); the model is everything after the second '@'.
+func ParseTopic(topic string) (pod, model string, ok bool) {
+	rest, ok := strings.CutPrefix(topic, "kv@")
+	if !ok {
+		return "", "", false
+	}
+	pod, model, ok = strings.Cut(rest, "@")
+	if !ok || pod == "" {
+		return "", "", false
+	}
+	return pod, model, true
+}
+
+// Source is one ZMQ stream of KV events.
+type Source struct {
+	// Endpoint is a ZMQ address (tcp://host:port).
+	Endpoint string
+	// Bind listens on Endpoint for replicas that dial it (llm-d's centralized mode;
+	// llm-d-inference-sim's --zmq-endpoint); otherwise the subscriber dials the replica's
+	// publisher (vLLM's --kv-events-config endpoint tcp://*:5557).
+	Bind bool
+	// Replay is the replica's replay ROUTER endpoint (vLLM's replay_endpoint), used to fill
+	// sequence gaps; "" marks the replica stale on a gap instead. Dial mode only.
+	Replay string
+	// Endpoint ID for the events of this source; "" takes it from the topic's pod, mapped
+	// through Subscriber.Resolve.
+	ID string
+}
+
+// Subscriber feeds an Index from Sources.
+type Subscriber struct {
+	Index *Index
+	// Resolve maps a topic's pod to the router's endpoint ID; nil uses the pod as is. Events
+	// of a pod it rejects are counted as skipped.
+	Resolve func(pod string) (string, bool)
+	// RetryInterval is the pause before redialing a lost publisher (default 250 ms).
+	RetryInterval time.Duration
+	// ReplayTimeout bounds one replay request (default 2 s).
+	ReplayTimeout time.Duration
+	// OnError, when set, hears per-message problems (undecodable payloads, replay failures).
+	OnError func(error)
+}
+
+// Run reads src until ctx is done. It returns an error only when a bound endpoint cannot be
+// listened on. In dial mode a lost connection (the replica restarted) or a failed dial is
+// retried with a new socket every RetryInterval: zmq4's own automatic reconnect races with
+// Close, and would dial a bound endpoint's own address.
+func (s *Subscriber) Run(ctx context.Context, src Source) error {
+	for {
+		sub, err := s.open(ctx, src)
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil && src.Bind:
+			return err
+		case err == nil:
+			err = s.read(ctx, src, sub)
+			sub.Close()
+			if ctx.Err() != nil {
+				return nil
+			}
+		}
+		s.report(fmt.Errorf("kvevents: %s: %w; redialing", src.Endpoint, err))
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.retry()):
+		}
+	}
+}
+
+func (s *Subscriber) retry() time.Duration {
+	if s.RetryInterval > 0 {
+		return s.RetryInterval
+	}
+	return 250 * time.Millisecond
+}
+
+func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) {
+	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0))
+	var err error
+	if src.Bind {
+		err = sub.Listen(src.Endpoint)
+	} else {
+		err = sub.Dial(src.Endpoint)
+	}
+	if err == nil {
+		err = sub.SetOption(zmq4.OptionSubscribe, "kv@")
+	}
+	if err != nil {
+		sub.Close()
+		return nil, fmt.Errorf("kvevents: %s: %w", src.Endpoint, err)
+	}
+	return sub, nil
+}
+
+// read handles messages until the (dialed) connection fails or ctx is done.
+func (s *Subscriber) read(ctx context.Context, src Source, sub zmq4.Socket) error {
+	for {
+		msg, err := sub.Recv()
+		switch {
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil && !src.Bind:
+			return err
+		case err != nil: // one dialing replica went away; the listener keeps the others
+			s.report(fmt.Errorf("kvevents: %s: receive: %w", src.Endpoint, err))
+		default:
+			s.handle(ctx, src, msg.Frames)
+		}
+	}
+}
+
+func (s *Subscriber) report(err error) {
+	if s.OnError != nil {
+		s.OnError(err)
+	}
+}
+
+// handle applies one [topic, seq, payload] message.
+func (s *Subscriber) handle(ctx context.Context, src Source, frames [][]byte) {
+	if len(frames) != 3 || len(frames[1]) != 8 {
+		s.Index.countDropped()
+		s.report(fmt.Errorf("kvevents: %s: message of %d frames, want topic, 8-byte seq, payload", src.Endpoint, len(frames)))
+		return
+	}
+	pod, model, ok := ParseTopic(string(frames[0]))
+	if !ok {
+		s.Index.countDropped()
+		s.report(fmt.Errorf("kvevents: %s: topic %q is not kv@<pod>@<model>", src.Endpoint, frames[0]))
+		return
+	}
+	id := src.ID
+	if id == "" {
+		if id, ok = pod, true; s.Resolve != nil {
+			id, ok = s.Resolve(pod)
+		}
+		if !ok {
+			s.Index.countSkipped()
+			return
+		}
+	}
+	var fill Filler
+	if src.Replay != "" && !src.Bind {
+		fill = func(g Gap) ([][]byte, error) { return s.replay(ctx, src.Replay, g) }
+	}
+	if err := s.Index.Handle(id, model, binary.BigEndian.Uint64(frames[1]), frames[2], fill); err != nil {
+		s.report(fmt.Errorf("kvevents: %s (%s): %w", src.Endpoint, id, err))
+	}
+}
+
+// endSeq is the replay stream's end marker, -1 as 8 big-endian bytes (vLLM END_SEQ).
+const endSeq = ^uint64(0)
+
+// replay asks a vLLM replay ROUTER for the batches of g: it sends [empty, start seq] from a
+// DEALER and reads [empty, seq, payload] replies until the end marker (vLLM
+// ZmqEventPublisher._service_replay).
+func (s *Subscriber) replay(ctx context.Context, endpoint string, g Gap) ([][]byte, error) {
+	d := s.ReplayTimeout
+	if d <= 0 {
+		d = 2 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, d)
+	defer cancel()
+	dealer := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(2))
+	defer dealer.Close()
+	if err := dealer.Dial(endpoint); err != nil {
+		return nil, err
+	}
+	var start [8]byte
+	binary.BigEndian.PutUint64(start[:], g.From)
+	if err := dealer.Send(zmq4.NewMsgFrom([]byte{}, start[:])); err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	next := g.From
+	for {
+		msg, err := recvCtx(ctx, dealer)
+		if err != nil {
+			return nil, err
+		}
+		if len(msg.Frames) != 3 || len(msg.Frames[1]) != 8 {
+			return nil, fmt.Errorf("replay reply of %d frames", len(msg.Frames))
+		}
+		seq := binary.BigEndian.Uint64(msg.Frames[1])
+		switch {
+		case seq == endSeq:
+			if next < g.To {
+				return nil, fmt.Errorf("replay ended at %d, gap is [%d, %d): the buffer no longer holds it", next, g.From, g.To)
+			}
+			return out, nil
+		case seq < next || seq >= g.To: // before the gap, or already applied
+			continue
+		case seq > next:
+			return nil, fmt.Errorf("replay skipped from %d to %d", next, seq)
+		}
+		out = append(out, msg.Frames[2])
+		next++
+	}
+}
+
+// recvCtx is Recv bounded by ctx (zmq4's Recv does not watch the context by itself once
+// the connection is up).
+func recvCtx(ctx context.Context, s zmq4.Socket) (zmq4.Msg, error) {
+	type res struct {
+		m   zmq4.Msg
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { m, err := s.Recv(); ch <- res{m, err} }()
+	select {
+	case r := <-ch:
+		return r.m, r.err
+	case <-ctx.Done():
+		return zmq4.Msg{}, ctx.Err()
+	}
+}
+
+// Publisher publishes batches as vLLM's ZmqEventPublisher does: PUB frames [topic, seq,
+// payload] with seq counting from 0, and an optional replay ROUTER serving the last
+// Buffer batches.
+type Publisher struct {
+	pub    zmq4.Socket
+	replay zmq4.Socket
+	topic  []byte
+
+	mu     sync.Mutex
+	seq    uint64
+	buf    []buffered // ring of the last cap(buf) batches
+	closed bool
+}
+
+type buffered struct {
+	seq     uint64
+	payload []byte
+}
+
+// PublisherConfig configures a Publisher.
+type PublisherConfig struct {
+	// Endpoint: bound when it holds '*' or is ipc:// (vLLM's rule) or Bind is set, dialed
+	// otherwise.
+	Endpoint, Topic string
+	Bind            bool
+	// Replay, when set, is bound as the replay ROUTER endpoint.
+	Replay string
+	// Buffer is how many batches the replay buffer keeps (vLLM's buffer_steps, 10,000).
+	Buffer int
+}
+
+// NewPublisher opens the sockets. Close releases them.
+func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) {
+	p := &Publisher{topic: []byte(cfg.Topic), pub: zmq4.NewPub(ctx, zmq4.WithDialerMaxRetries(-1))}
+	var err error
+	if cfg.Bind || strings.Contains(cfg.Endpoint, "*") || strings.HasPrefix(cfg.Endpoint, "ipc://") {
+		err = p.pub.Listen(strings.Replace(cfg.Endpoint, "*", "0.0.0.0", 1))
+	} else {
+		err = p.pub.Dial(cfg.Endpoint)
+	}
+	if err != nil {
+		p.pub.Close()
+		return nil, fmt.Errorf("kvevents: publisher %s: %w", cfg.Endpoint, err)
+	}
+	if cfg.Replay != "" {
+		p.buf = make([]buffered, 0, max(cfg.Buffer, 1))
+		p.replay = zmq4.NewRouter(ctx)
+		if err := p.replay.Listen(cfg.Replay); err != nil {
+			p.pub.Close()
+			return nil, fmt.Errorf("kvevents: replay %s: %w", cfg.Replay, err)
+		}
+		go p.serveReplay()
+	}
+	return p, nil
+}
+
+// Publish sends one payload with the next sequence number.
+func (p *Publisher) Publish(payload []byte) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return errors.New("kvevents: publisher closed")
+	}
+	var seq [8]byte
+	binary.BigEndian.PutUint64(seq[:], p.seq)
+	p.remember(payload)
+	return p.pub.Send(zmq4.NewMsgFrom(p.topic, seq[:], payload))
+}
+
+// Skip advances the sequence number without sending, as a lost message would (for tests of
+// gap handling); the batch still enters the replay buffer.
+func (p *Publisher) Skip(payload []byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.remember(payload)
+}
+
+// remember puts the batch numbered p.seq in the replay ring and advances p.seq.
+func (p *Publisher) remember(payload []byte) {
+	if p.buf != nil {
+		b := buffered{p.seq, payload}
+		if len(p.buf) < cap(p.buf) {
+			p.buf = append(p.buf, b)
+		} else {
+			p.buf[p.seq%uint64(cap(p.buf))] = b
+		}
+	}
+	p.seq++
+}
+
+// since returns the buffered batches numbered start or later, oldest first.
+func (p *Publisher) since(start uint64) []buffered {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []buffered
+	n := uint64(len(p.buf))
+	for i := range n {
+		b := p.buf[i]
+		if n == uint64(cap(p.buf)) { // full: the oldest is where the next one goes
+			b = p.buf[(p.seq+i)%n]
+		}
+		if b.seq >= start {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+func (p *Publisher) serveReplay() {
+	for {
+		msg, err := p.replay.Recv()
+		if err != nil {
+			return // closed
+		}
+		if len(msg.Frames) != 3 || len(msg.Frames[2]) != 8 {
+			continue // vLLM logs and ignores a malformed request too
+		}
+		id, start := msg.Frames[0], binary.BigEndian.Uint64(msg.Frames[2])
+		out := p.since(start)
+		var seq [8]byte
+		for _, b := range out {
+			binary.BigEndian.PutUint64(seq[:], b.seq)
+			_ = p.replay.Send(zmq4.NewMsgFrom(id, []byte{}, seq[:], b.payload))
+		}
+		binary.BigEndian.PutUint64(seq[:], endSeq)
+		_ = p.replay.Send(zmq4.NewMsgFrom(id, []byte{}, seq[:], []byte{}))
+	}
+}
+
+// Close closes the sockets.
+func (p *Publisher) Close() error {
+	p.mu.Lock()
+	p.closed = true
+	p.mu.Unlock()
+	if p.replay != nil {
+		p.replay.Close()
+	}
+	return p.pub.Close()
+}
