@@ -94,7 +94,8 @@ func mustRead(t *testing.T, path string) []byte {
 
 func TestListAndBadFlags(t *testing.T) {
 	out, _ := runSim(t, "-list")
-	for _, want := range []string{"prefix-score\tGIE EPP v1.5.0", "vllm-project/aibrix", "H100-SXM-80GB", "shared-prefix", "gamma"} {
+	for _, want := range []string{"prefix-score\tGIE EPP v1.5.0", "vllm-project/aibrix", "H100-SXM-80GB\t79 GiB\t989 TFLOP/s",
+		"Llama-3.1-8B\t8.0B\t32 layers\t128 KiB/token", "mooncake\ta Mooncake JSONL trace", "gamma"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("-list output lacks %q", want)
 		}

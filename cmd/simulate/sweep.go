@@ -237,18 +237,17 @@ func printList(w io.Writer) {
 		fmt.Fprintln(w, "  "+info.String())
 	}
 	cat := gpumodel.DefaultCatalog()
-	fmt.Fprintln(w, "gpus:")
+	fmt.Fprintln(w, "gpus (name, memory, dense BF16 peak, memory bandwidth):")
 	for _, g := range cat.GPUs() {
-		fmt.Fprintln(w, "  "+g.Name)
+		fmt.Fprintf(w, "  %s\t%.0f GiB\t%.0f TFLOP/s\t%.2f TB/s\n", g.Name, float64(g.MemoryBytes)/(1<<30), g.PeakFLOPS/1e12, g.MemoryBandwidth/1e12)
 	}
-	fmt.Fprintln(w, "models:")
+	fmt.Fprintln(w, "models (name, parameters, layers, KV per token):")
 	for _, m := range cat.Models() {
-		fmt.Fprintln(w, "  "+m.Name)
+		fmt.Fprintf(w, "  %s\t%.1fB\t%d layers\t%d KiB/token\n", m.Name, float64(m.Params)/1e9, m.Layers, m.KVBytesPerToken()>>10)
 	}
 	fmt.Fprintln(w, "workload kinds:")
-	for _, k := range []workloads.Kind{workloads.KindSharedPrefix, workloads.KindSyntheticChat, workloads.KindShareGPT,
-		workloads.KindChatPrefixes, workloads.KindMooncake, workloads.KindAzure, workloads.KindMix} {
-		fmt.Fprintln(w, "  "+string(k))
+	for _, k := range workloads.Kinds() {
+		fmt.Fprintf(w, "  %s\t%s\n", k.Kind, k.Doc)
 	}
 	fmt.Fprintln(w, "arrival processes:\n  poisson\n  gamma\n  constant\n  immediate\n  trace\n  (or arrival.stages: a ladder of poisson stages)")
 }
