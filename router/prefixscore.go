@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+	"unicode/utf8"
 	"unsafe"
 
 	"kvroute/router/prefix"
@@ -183,8 +184,9 @@ func (p *PrefixScorer) hashes(req *Request) []uint64 {
 		if p.cfg.Variant == PrefixScoreLLMD {
 			return hashTokens(dst[:0], seed, req.Tokens, p.blockSize, p.maxBlocks()), buf, nil
 		}
-		input, buf := gieInput(req, buf[:0])
-		return hashText(dst[:0], seed, input, p.blockSize*p.cfg.CharsPerToken, p.maxBlocks()), buf, nil
+		chunk := p.blockSize * p.cfg.CharsPerToken
+		input, buf := gieInput(req, buf[:0], chunk*p.maxBlocks())
+		return hashText(dst[:0], seed, input, chunk, p.maxBlocks()), buf, nil
 	})
 	return h
 }
@@ -197,19 +199,34 @@ type gieMessage struct {
 
 // gieInput is what GIE v1.5.0 hashes (approximateprefix/hashing.go getUserInputBytes 96–125):
 // json.Marshal of the messages for a chat request (roles, quoting and Go's HTML escaping
-// included), the prompt text otherwise.
-func gieInput(req *Request, buf []byte) (string, []byte) {
+// included), the prompt text otherwise. hashText reads at most limit bytes of it, so only
+// those are produced: the messages are marshalled one at a time, a content cut a few bytes
+// past what can still be read (escaping only lengthens a string, and a rune cut at the end
+// changes nothing before it), and the result cut at limit. On a 220 KB chat that is the
+// difference between a few and a few hundred microseconds per decision.
+func gieInput(req *Request, buf []byte, limit int) (string, []byte) {
 	if req.Messages == nil {
 		return req.Prompt, buf
 	}
-	msgs := make([]gieMessage, len(req.Messages))
+	b := append(buf[:0], '[')
 	for i, m := range req.Messages {
-		msgs[i] = gieMessage{Role: m.Role, Content: m.Content}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		content := m.Content
+		if excess := len(content) - (limit - len(b)); excess > utf8.UTFMax {
+			content = content[:len(content)-excess+utf8.UTFMax]
+		}
+		mb, err := json.Marshal(gieMessage{Role: m.Role, Content: content})
+		if err != nil { // strings always marshal
+			return req.Prompt, buf
+		}
+		if b = append(b, mb...); len(b) >= limit {
+			b = b[:limit]
+			return unsafe.String(unsafe.SliceData(b), len(b)), b
+		}
 	}
-	b, err := json.Marshal(msgs)
-	if err != nil { // strings always marshal
-		return req.Prompt, buf
-	}
+	b = append(b, ']')
 	return unsafe.String(unsafe.SliceData(b), len(b)), b
 }
 
