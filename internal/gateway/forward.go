@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -182,7 +183,7 @@ func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response,
 	if c.kind == kindCompletion {
 		req.URL = b.complURL
 	}
-	req.Body = c.buf.reader()
+	req.Body = io.NopCloser(bytes.NewReader(c.body))
 	req.GetBody = c.getBody
 	c.arm(phaseHeader)
 	resp, err := f.g.opts.Transport.RoundTrip(req)

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -30,8 +31,7 @@ type call struct {
 	clock
 	st      *state
 	req     *router.Request
-	body    []byte   // the original request body, forwarded unchanged
-	buf     *bodyBuf // holds body; released when the handler returns
+	body    []byte // the original request body, forwarded unchanged
 	kind    kind
 	start   time.Time
 	exclude []*backend // backends an earlier attempt failed on
@@ -58,7 +58,7 @@ func (c *call) Value(key any) any {
 
 // getBody returns the request body again, for the transport's own retry of a request it could
 // not write at all.
-func (c *call) getBody() (io.ReadCloser, error) { return c.buf.reader(), nil }
+func (c *call) getBody() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
 
 // statusClientClosed labels requests whose client went away (nginx's convention).
 const statusClientClosed = 499
@@ -76,8 +76,7 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 		g.reject(w, st, errUnauthorized)
 		return
 	}
-	buf, oerr := readBody(w, r, st.cfg.Limits.MaxBodyBytes)
-	defer buf.release()
+	body, oerr := readBody(w, r, st.cfg.Limits.MaxBodyBytes)
 	if oerr != nil {
 		// The request's framing can no longer be trusted: nothing more is read from this
 		// connection, so nothing the client sent after the body can pass for a request.
@@ -85,7 +84,6 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 		g.reject(w, st, oerr)
 		return
 	}
-	body := buf.bytes()
 	req, oerr := g.parse(k, body, r)
 	if oerr != nil {
 		g.reject(w, st, oerr)
@@ -101,7 +99,7 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 		result := g.fillTokens(r.Context(), st, req)
 		g.metrics.tokenize.WithLabelValues(result).Observe(time.Since(t0).Seconds())
 	}
-	c := &call{st: st, req: req, body: body, buf: buf, kind: k, start: start}
+	c := &call{st: st, req: req, body: body, kind: k, start: start}
 	c.startClock(r.Context(), st.cfg.Timeouts, start)
 	defer func() {
 		c.stopClock()
@@ -116,26 +114,19 @@ func (g *Gateway) reject(w http.ResponseWriter, st *state, e *openai.Error) {
 	g.metrics.request(st.policy.Name(), "", "", e.Status).Inc()
 }
 
-// Body reading: a buffer that is too small (a new one starts at bodyChunk bytes) at most
-// doubles with what arrived, so the memory a request adds follows the bytes it sent, never
-// the length it announced.
+// Body reading: the buffer starts at bodyChunk bytes and at most doubles with what arrived, so
+// the memory a request holds follows the bytes it sent, never the length it announced.
 const bodyChunk = 32 << 10
 
-// readBody reads the whole request body, up to limit bytes, into a buffer from the pool
-// (bodybuf.go), which the caller releases whatever the outcome. A body larger than limit gets
+// readBody reads the whole request body, up to limit bytes. A body larger than limit gets
 // 413 (and net/http closes the connection after the answer), one that stops arriving before
 // the server's body timeout 408, a malformed one 400.
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*bodyBuf, *openai.Error) {
-	b := newBodyBuf()
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, *openai.Error) {
 	if r.ContentLength > limit {
-		return b, tooLarge(limit)
+		return nil, tooLarge(limit)
 	}
 	rd := http.MaxBytesReader(w, r.Body, limit)
-	buf := *b.buf
-	if cap(buf) == 0 {
-		buf = make([]byte, 0, min(bodyChunk, max(int(r.ContentLength)+1, 512))) // +1: the read that sees EOF
-	}
-	defer func() { *b.buf = buf }()
+	buf := make([]byte, 0, min(bodyChunk, max(int(r.ContentLength)+1, 512))) // +1: the read that sees EOF
 	for {
 		if len(buf) == cap(buf) {
 			next := 2 * cap(buf)
@@ -147,11 +138,10 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) (*bodyBuf, *o
 		n, err := rd.Read(buf[len(buf):cap(buf)])
 		buf = buf[:len(buf)+n]
 		if err == io.EOF {
-			return b, nil
+			return buf, nil
 		}
 		if err != nil {
-			buf = buf[:0]
-			return b, bodyError(err, limit)
+			return nil, bodyError(err, limit)
 		}
 	}
 }
