@@ -88,7 +88,7 @@ func TestBuiltinsValidate(t *testing.T) {
 
 // TestModelShapes checks each preset's parameter count against its shapes
 // (norms and biases are the only difference) and its KV bytes per token and
-// BF16 weight size against ../shared/reference/simulators.md §6.2.
+// BF16 weight size against values computed from each model's config.json.
 func TestModelShapes(t *testing.T) {
 	tests := []struct {
 		model      Model

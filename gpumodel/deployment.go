@@ -33,7 +33,7 @@ type Overheads struct {
 
 // DefaultOverheads returns BLIS's fitted trained-physics constants for vLLM on
 // H100 (β7 ≈ 126 µs/step, β5 ≈ 32 µs/layer, β6 ≈ 4 µs/request;
-// ../shared/reference/simulators.md §2.1).
+// inference-sim/inference-sim, trained-physics latency model).
 func DefaultOverheads() Overheads {
 	return Overheads{PerStep: 126 * time.Microsecond, PerLayer: 32 * time.Microsecond, PerRequest: 4 * time.Microsecond}
 }
@@ -114,7 +114,7 @@ func usesLargeBatchDefaults(g GPU) bool {
 
 // DefaultMaxNumBatchedTokens returns vLLM's OpenAI-server default per-step
 // token budget for g: 8192 on GPUs with ≥ 70 GiB that are not A100s
-// (H100, H200), else 2048 (../shared/reference/simulators.md §5.2).
+// (H100, H200), else 2048 (vllm/engine/arg_utils.py get_batch_defaults).
 func DefaultMaxNumBatchedTokens(g GPU) int {
 	if usesLargeBatchDefaults(g) {
 		return 8192

@@ -71,8 +71,8 @@ func TestKVCapacityFormula(t *testing.T) {
 	if got := d.KVCapacityTokens(); got != 16*wantBlocks {
 		t.Errorf("KVCapacityTokens = %d, want %d", got, 16*wantBlocks)
 	}
-	// ../shared/reference/simulators.md §6.2 estimates ≈421k tokens with llm-d's 5.5 GiB
-	// activation reserve; vLLM's own profile reserves about 1.2 GiB, so we expect more.
+	// Sizing with llm-d's 5.5 GiB activation reserve gives ≈421k tokens, the lower bound;
+	// vLLM's own profile reserves about 1.2 GiB, so we expect more.
 	if got := d.KVCapacityTokens(); got < 421_000 || got > 470_000 {
 		t.Errorf("Llama-3.1-8B on A100-80: %d tokens, want 421k..470k", got)
 	}

@@ -98,15 +98,15 @@ func (g GPU) Validate() error {
 	return errors.Join(errs...)
 }
 
-// Sources for the presets below (full citations in ../shared/reference/simulators.md §6.1):
+// Sources for the presets below:
 //   - Peak BF16 dense FLOP/s, HBM size and bandwidth: NVIDIA datasheets as collected at
 //     https://glennklockwood.com/garden/processors/A100 and .../h100, BLIS (inference-sim)
 //     hardware_config.json, and https://itkb.uw.cz/2026/06/nvidia-h200-vs-b300-precisions-cores.html
 //     for H200. L40S: BLIS hardware_config.json (362.05 TFLOPS, 0.864 TB/s). L4: NVIDIA
-//     spec sheet as used in shared/reference/published-scenarios.md §3 (121 TFLOPS, 0.30 TB/s).
+//     L4 datasheet (121 TFLOPS, 0.30 TB/s).
 //   - Peak FP8 dense FLOP/s: twice the BF16 peak on Hopper and Ada, as NVIDIA's datasheets give
 //     it (with sparsity: H100/H200 SXM 3,958, L40S 1,466, L4 485 TFLOPS; dense is half;
-//     simulators.md §6.1 and BLIS's TFlopsFP8 1979 for H100; published-scenarios.md §3 for L4).
+//     BLIS's TFlopsFP8 1979 for H100).
 //     Ampere has no FP8 tensor cores.
 //   - MemoryBytes: CUDA-visible totals as vLLM logs them ("total_gpu_memory (79.15GiB)",
 //     "(39.49GiB)", "(139.81GiB)", "(44.39GiB)", "(22.06GiB)" in public vLLM logs; 80 GB

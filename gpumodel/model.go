@@ -130,8 +130,8 @@ func (m Model) WeightBytes() int64 {
 
 // Sources for the presets below: the Hugging Face config.json of each model (the same
 // values BLIS ships in model_configs/*/config.json); KV bytes per token and BF16 weight
-// sizes are tabulated in ../shared/reference/simulators.md §6.2. Qwen3-32B's shapes are the
-// published ones quoted in ../shared/reference/published-scenarios.md §2. Params are the
+// sizes follow from them (2 × layers × KV heads × head dim × bytes). Qwen3-32B's shapes are
+// those of Qwen/Qwen3-32B's config.json. Params are the
 // exact counts of the released checkpoints (embeddings included).
 
 // Llama31x8B returns Llama-3.1-8B (same shapes as Llama-3-8B): 32 layers, GQA 32/8.

@@ -112,8 +112,8 @@ func mustPricer(t testing.TB, gpu, model string, tp int) *Pricer {
 
 // TestPublishedFloors checks the cases where an existing simulator priced
 // prefill 2.6–4.8× faster than peak FLOP/s allows, or decode below the weight
-// read floor (../shared/reference/published-scenarios.md §0): each must now
-// cost at least the hard lower bound given there.
+// read floor (BLIS, inference-sim/inference-sim, with its default trained-physics latency
+// model, as we ran it): each must now cost at least the hard lower bound.
 func TestPublishedFloors(t *testing.T) {
 	tests := []struct {
 		name  string

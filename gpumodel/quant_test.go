@@ -105,7 +105,7 @@ func TestFP8StepTime(t *testing.T) {
 			}
 		})
 	}
-	// The hard lower bound on L4 of published-scenarios.md §0: 2,048 tokens at the 242 TFLOP/s
+	// The hard lower bound on L4: 2,048 tokens at the 242 TFLOP/s
 	// FP8 peak take about 138 ms with attention and the LM head.
 	p, err := NewPricer(DefaultDeployment(L4(), Llama31x8BFP8(), 1))
 	if err != nil {

@@ -104,7 +104,7 @@ func TestImportTable(t *testing.T) {
 	for _, p := range listPackages(t) {
 		row, ok := rowFor(p.path)
 		if !ok {
-			t.Errorf("package %s has no row in the import table (DESIGN.md): add one", p.path)
+			t.Errorf("package %s has no row in the import table: add one", p.path)
 			continue
 		}
 		if strings.HasPrefix(p.path, "cmd") {
