@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"kvroute/gpumodel"
 	"kvroute/internal/sweep"
@@ -91,41 +90,21 @@ func (p Point) release() (engine.Release, error) {
 	return rel, nil
 }
 
-// deployment is vLLM's default replica of m on tp GPUs g with the fleet's engine arguments
-// applied: gpu_memory_utilization, quantization, kv_cache_dtype, max_num_batched_tokens and
-// max_num_seqs. The activation reserve follows the batch limits, as vLLM's profiling run does.
+// deployment is vLLM's replica of m on tp GPUs g with the fleet's engine arguments applied
+// (gpumodel.EngineArgs); each error names its sweep key.
 func deployment(f sweep.FleetConfig, g gpumodel.GPU, m gpumodel.Model, tp int) (gpumodel.Deployment, error) {
-	var errs []error
-	d := gpumodel.DefaultDeployment(g, m, tp)
-	if f.MemoryUtilization > 0 {
-		d.MemoryUtilization = f.MemoryUtilization
-	}
-	if f.Quantization != "" {
-		q, err := gpumodel.ParseQuantization(f.Quantization)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("fleet.quantization: %w", err))
+	d, err := gpumodel.EngineArgs{
+		GPUMemoryUtilization: f.MemoryUtilization, Quantization: f.Quantization, KVCacheDType: f.KVCacheDType,
+		MaxNumBatchedTokens: f.MaxNumBatchedTokens, MaxNumSeqs: f.MaxNumSeqs,
+	}.Deployment(g, m, tp)
+	if joined, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range joined.Unwrap() {
+			errs = append(errs, fmt.Errorf("fleet.%w", e))
 		}
-		d.Quantization = q
+		return d, errors.Join(errs...)
 	}
-	switch strings.ToLower(strings.TrimSpace(f.KVCacheDType)) {
-	case "", "auto":
-	case "fp8", "fp8_e4m3", "fp8_e5m2":
-		d.KVDTypeBytes = 1
-	default:
-		errs = append(errs, fmt.Errorf("fleet.kv_cache_dtype %q: want auto or fp8", f.KVCacheDType))
-	}
-	if f.MaxNumBatchedTokens < 0 || f.MaxNumSeqs < 0 {
-		errs = append(errs, fmt.Errorf("fleet: max_num_batched_tokens (%d) and max_num_seqs (%d) must be >= 0",
-			f.MaxNumBatchedTokens, f.MaxNumSeqs))
-	}
-	if f.MaxNumBatchedTokens > 0 {
-		d.MaxNumBatchedTokens = f.MaxNumBatchedTokens
-	}
-	if f.MaxNumSeqs > 0 {
-		d.MaxNumSeqs = f.MaxNumSeqs
-	}
-	d.ActivationReserveBytes = gpumodel.EstimateActivationReserve(m, tp, d.MaxNumBatchedTokens, d.MaxNumSeqs)
-	return d, errors.Join(errs...)
+	return d, err
 }
 
 // clusterConfig is the point's cluster configuration.

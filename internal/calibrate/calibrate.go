@@ -84,17 +84,11 @@ func (s Setup) Deployment() (gpumodel.Deployment, error) {
 	if err != nil {
 		return gpumodel.Deployment{}, err
 	}
-	d := gpumodel.DefaultDeployment(g, m, max(s.TP, 1))
-	if s.MaxNumSeqs > 0 {
-		d.MaxNumSeqs = s.MaxNumSeqs
+	d, err := gpumodel.EngineArgs{GPUMemoryUtilization: s.MemoryUtilization,
+		MaxNumBatchedTokens: s.MaxNumBatchedTokens, MaxNumSeqs: s.MaxNumSeqs}.Deployment(g, m, max(s.TP, 1))
+	if err != nil {
+		return d, err
 	}
-	if s.MaxNumBatchedTokens > 0 {
-		d.MaxNumBatchedTokens = s.MaxNumBatchedTokens
-	}
-	if s.MemoryUtilization > 0 {
-		d.MemoryUtilization = s.MemoryUtilization
-	}
-	d.ActivationReserveBytes = gpumodel.EstimateActivationReserve(m, d.TP, d.MaxNumBatchedTokens, d.MaxNumSeqs)
 	return d, d.Validate()
 }
 
