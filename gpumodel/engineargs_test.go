@@ -17,7 +17,9 @@ func TestEngineArgs(t *testing.T) {
 	}{
 		{"defaults", EngineArgs{}, func(d Deployment) bool { return reflect.DeepEqual(d, base) }, ""},
 		{"fp8 cache holds twice the tokens", EngineArgs{KVCacheDType: "fp8"},
-			func(d Deployment) bool { return d.KVDTypeBytes == 1 && d.KVCapacityTokens() > base.KVCapacityTokens()*19/10 }, ""},
+			func(d Deployment) bool {
+				return d.KVDTypeBytes == 1 && d.KVCapacityTokens() > base.KVCapacityTokens()*19/10
+			}, ""},
 		{"smaller budget, smaller activation reserve", EngineArgs{MaxNumBatchedTokens: 2048, MaxNumSeqs: 64},
 			func(d Deployment) bool {
 				return d.MaxNumBatchedTokens == 2048 && d.MaxNumSeqs == 64 && d.ActivationReserveBytes < base.ActivationReserveBytes
