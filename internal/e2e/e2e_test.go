@@ -15,6 +15,7 @@ import (
 
 	"kvroute/internal/emulate"
 	"kvroute/internal/gateway"
+	"kvroute/internal/vllm"
 )
 
 const model = "llama-3.1-8b"
@@ -256,18 +257,19 @@ func waitHealth(t *testing.T, s *system, backend string, ready bool) {
 	}
 }
 
-// waitRunning waits until backend has requests in flight: routed there by the router, or
-// running there by its last scrape.
+// waitRunning waits until backend itself reports requests running, on its vLLM /metrics: the
+// router's scrape of it may not land in time on a loaded machine, and a request the router has
+// routed there may not have reached it yet.
 func waitRunning(t *testing.T, s *system, backend string) {
 	t.Helper()
 	tick := time.NewTicker(2 * time.Millisecond)
 	defer tick.Stop()
 	timeout := time.After(10 * time.Second)
 	for {
-		for _, b := range s.gw.Backends() {
-			// The router's own count of requests in flight there: unlike the scraped running
-			// count, it does not depend on a scrape landing in time on a loaded machine.
-			if b.URL == backend && (b.InFlight > 0 || b.Running > 0) {
+		if resp, err := http.Get(backend + "/metrics"); err == nil {
+			m, err := vllm.Parse(resp.Body)
+			resp.Body.Close()
+			if err == nil && m.Running > 0 {
 				return
 			}
 		}
