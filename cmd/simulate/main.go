@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"kvroute/results"
+	"kvroute/sweeprun"
 )
 
 //go:embed default.yaml
@@ -77,7 +78,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		name = o.config
 	}
-	points, err := Parse(data, name)
+	points, err := sweeprun.Parse(data, name)
 	if err != nil {
 		fmt.Fprintln(stderr, "simulate: invalid sweep file:\n"+err.Error())
 		return 2
@@ -88,7 +89,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	runs, err := runSweep(ctx, plan(points), o, stderr, log)
+	runs, err := runSweep(ctx, sweeprun.Plan(points), o, stderr, log)
 	if werr := writeResults(o.out, runs, points); werr != nil {
 		log.Error("writing results", "dir", o.out, "err", werr)
 		return 1

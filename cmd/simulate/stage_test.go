@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"kvroute/sweeprun"
 	"os"
 	"path/filepath"
 	"strings"
@@ -78,7 +79,7 @@ func TestStagedSweepErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(strings.Replace(stagedSweep, tc.from, tc.to, 1)), "staged.yaml")
+			_, err := sweeprun.Parse([]byte(strings.Replace(stagedSweep, tc.from, tc.to, 1)), "staged.yaml")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "staged.yaml") {
 				t.Errorf("Parse: %v; want an error naming staged.yaml and %q", err, tc.want)
 			}

@@ -13,24 +13,23 @@ import (
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
-	"go.yaml.in/yaml/v3"
 
 	"kvroute/gpumodel"
-	"kvroute/internal/sweep"
 	"kvroute/results"
 	"kvroute/router"
+	"kvroute/sweeprun"
 	"kvroute/workloads"
 )
 
 // runSweep runs the jobs o.parallel at a time. The returned slice has one entry per job, in job
 // order; a job that did not finish (cancelled or failed) leaves its entry without a name.
 // Each job's requests go to a part file in o.out, joined into requests.csv by writeResults.
-func runSweep(ctx context.Context, jobs []job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
+func runSweep(ctx context.Context, jobs []sweeprun.Job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
 	return sweepWith(ctx, jobs, o, stderr, log, func() {})
 }
 
 // sweepWith is sweep calling finished after each run completes (tests use it).
-func sweepWith(ctx context.Context, jobs []job, o options, stderr io.Writer, log *slog.Logger, finished func()) ([]results.Run, error) {
+func sweepWith(ctx context.Context, jobs []sweeprun.Job, o options, stderr io.Writer, log *slog.Logger, finished func()) ([]results.Run, error) {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
 	}
@@ -38,7 +37,7 @@ func sweepWith(ctx context.Context, jobs []job, o options, stderr io.Writer, log
 	bars := newProgress(o, stderr, len(jobs))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	work := make(chan job)
+	work := make(chan sweeprun.Job)
 	var wg sync.WaitGroup
 	for range min(o.parallel, len(jobs)) {
 		wg.Add(1)
@@ -50,7 +49,7 @@ func sweepWith(ctx context.Context, jobs []job, o options, stderr io.Writer, log
 					cancel(err)
 					continue
 				}
-				runs[j.index] = run
+				runs[j.Index] = run
 				bars.done(j, run, log)
 				finished()
 			}
@@ -69,13 +68,13 @@ func sweepWith(ctx context.Context, jobs []job, o options, stderr io.Writer, log
 }
 
 // executeToPart runs j with its request rows in a part file.
-func executeToPart(ctx context.Context, j job, dir string, tick func()) (results.Run, error) {
-	f, err := os.Create(partPath(dir, j.index))
+func executeToPart(ctx context.Context, j sweeprun.Job, dir string, tick func()) (results.Run, error) {
+	f, err := os.Create(partPath(dir, j.Index))
 	if err != nil {
 		return results.Run{}, err
 	}
 	w := bufio.NewWriterSize(f, 1<<16)
-	run, err := execute(ctx, j, w, tick)
+	run, err := j.Execute(ctx, w, tick)
 	if ferr := w.Flush(); err == nil {
 		err = ferr
 	}
@@ -90,8 +89,8 @@ func partPath(dir string, i int) string {
 }
 
 // writeResults writes the report for the finished runs and joins their request parts.
-func writeResults(dir string, runs []results.Run, points []Point) error {
-	cfg, err := resolvedConfig(points)
+func writeResults(dir string, runs []results.Run, points []sweeprun.Point) error {
+	cfg, err := sweeprun.ResolvedConfig(points)
 	if err != nil {
 		return err
 	}
@@ -154,29 +153,6 @@ func completed(runs []results.Run) []results.Run {
 	return out
 }
 
-// resolvedConfig is config.yaml: every point with its defaults filled in and its seeds.
-func resolvedConfig(points []Point) ([]byte, error) {
-	type resolved struct {
-		Point        string           `yaml:"point"`
-		WorkloadSeed uint64           `yaml:"workload_seed"`
-		RouterSeed   uint64           `yaml:"router_seed"`
-		File         sweep.File       `yaml:",inline"`
-		Resolved     workloads.Config `yaml:"resolved_workload"`
-
-		// RepSeeds are the workload and router seeds of replications 2..N.
-		RepSeeds [][2]uint64 `yaml:"replication_seeds,omitempty"`
-	}
-	var doc []resolved
-	for _, p := range points {
-		r := resolved{Point: p.Label(), WorkloadSeed: p.WorkloadSeed(), RouterSeed: p.RouterSeed(), File: p.File, Resolved: p.Workload().Resolve()}
-		for rep := 1; rep < p.Reps(); rep++ {
-			r.RepSeeds = append(r.RepSeeds, [2]uint64{p.WorkloadSeedOf(rep), p.RouterSeedOf(rep)})
-		}
-		doc = append(doc, r)
-	}
-	return yaml.Marshal(map[string]any{"points": doc})
-}
-
 // progress shows mpb bars on a terminal and log lines otherwise.
 type progress struct {
 	p     *mpb.Progress
@@ -204,22 +180,22 @@ func isTerminal(f *os.File) bool {
 }
 
 // start returns the tick function for j's finished requests.
-func (g *progress) start(j job) func() {
+func (g *progress) start(j sweeprun.Job) func() {
 	if g.p == nil {
 		return func() {}
 	}
-	bar := g.p.AddBar(int64(max(j.point.Requests, 0)), mpb.BarRemoveOnComplete(),
-		mpb.PrependDecorators(decor.Name(j.name+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d")))
+	bar := g.p.AddBar(int64(max(j.Point.Requests, 0)), mpb.BarRemoveOnComplete(),
+		mpb.PrependDecorators(decor.Name(j.Name+" ", decor.WCSyncSpaceR), decor.CountersNoUnit("%d/%d")))
 	return func() { bar.Increment() }
 }
 
-func (g *progress) done(j job, run results.Run, log *slog.Logger) {
+func (g *progress) done(j sweeprun.Job, run results.Run, log *slog.Logger) {
 	switch {
 	case g.total != nil:
 		g.total.Increment()
 	case g.log:
 		m := run.Metrics
-		log.Info("run finished", "run", j.name, "requests", m.Requests, "ttft_p99_ms", m.TTFT.P99, "hit_rate", fmt.Sprintf("%.3f", m.HitRate))
+		log.Info("run finished", "run", j.Name, "requests", m.Requests, "ttft_p99_ms", m.TTFT.P99, "hit_rate", fmt.Sprintf("%.3f", m.HitRate))
 	}
 }
 

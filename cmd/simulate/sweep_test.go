@@ -9,21 +9,32 @@ import (
 	"testing"
 
 	"kvroute/results"
+	"kvroute/sweeprun"
 )
+
+// cancelSweep is a small sweep of two runs.
+const cancelSweep = `name: cancel
+seed: 5
+requests: 40
+fleet: {replicas: 2, gpu: H100-SXM-80GB, model: llama-3.1-8b}
+workload: {kind: shared-prefix, groups: 2, prompts_per_group: 4, system_prompt_tokens: 128, question_tokens: 16, output_tokens: 8}
+arrival: {process: poisson, rate: 20}
+policies: [round-robin, least-request]
+`
 
 // TestCancelKeepsFinishedRuns cancels a sweep once its first run has finished: the sweep
 // reports the cancellation, and the results written contain exactly the finished runs, with
 // their requests.
 func TestCancelKeepsFinishedRuns(t *testing.T) {
-	points, err := Parse([]byte(base), "t.yaml")
+	points, err := sweeprun.Parse([]byte(cancelSweep), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := plan(points)
-	jobs = append(jobs, plan(points)...) // four runs, one at a time
+	jobs := sweeprun.Plan(points)
+	jobs = append(jobs, sweeprun.Plan(points)...) // four runs, one at a time
 	for i := range jobs {
-		jobs[i].index = i
-		jobs[i].name = jobs[i].name + "#" + string(rune('a'+i))
+		jobs[i].Index = i
+		jobs[i].Name = jobs[i].Name + "#" + string(rune('a'+i))
 	}
 	out := t.TempDir()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -36,6 +36,8 @@ var allowed = map[string][]string{
 	"internal/e2e":       {},
 	"internal/calibrate": {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
 	"internal/sweep":     {"kvroute/workloads", "kvroute/results", "kvroute/sim", "kvroute/router/tokenize", "go.yaml.in/yaml/v3"},
+	// sweeprun runs a sweep file's simulations for cmd/simulate, tests and library users.
+	"sweeprun": {"kvroute/internal/sweep", "kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "go.yaml.in/yaml/v3"},
 }
 
 // forbiddenStd lists standard-library packages a deterministic, I/O-free core package must not

@@ -1,10 +1,12 @@
-package main
+package sweeprun
 
 import (
 	"cmp"
 	"context"
 	"fmt"
 	"io"
+
+	"go.yaml.in/yaml/v3"
 
 	"kvroute/internal/sweep"
 	"kvroute/results"
@@ -13,19 +15,19 @@ import (
 	"kvroute/workloads"
 )
 
-// job is one run of a sweep: a point with one policy, in one replication (0-based).
-type job struct {
-	index  int
-	name   string
-	point  Point
-	policy sweep.PolicySpec
-	rep    int
+// Job is one run of a sweep: a point with one policy, in one replication (0-based Rep).
+type Job struct {
+	Index  int    // its place in Plan's order
+	Name   string // the run's name in the results
+	Point  Point
+	Policy sweep.PolicySpec
+	Rep    int
 }
 
-// plan lists the runs of the points, replications, then policies inner, in a fixed order.
+// Plan lists the runs of the points, replications, then policies inner, in a fixed order.
 // With several replications a run's name ends in its replication number (results.RepName).
-func plan(points []Point) []job {
-	var jobs []job
+func Plan(points []Point) []Job {
+	var jobs []Job
 	for _, p := range points {
 		for rep := range p.Reps() {
 			for _, ps := range p.Policies {
@@ -36,7 +38,7 @@ func plan(points []Point) []job {
 				if p.Reps() > 1 {
 					name = results.RepName(name, rep+1)
 				}
-				jobs = append(jobs, job{index: len(jobs), name: name, point: p, policy: ps, rep: rep})
+				jobs = append(jobs, Job{Index: len(jobs), Name: name, Point: p, Policy: ps, Rep: rep})
 			}
 		}
 	}
@@ -44,19 +46,19 @@ func plan(points []Point) []job {
 }
 
 // replication is the run's 1-based replication number, 0 without replications.
-func (j job) replication() int {
-	if j.point.Reps() > 1 {
-		return j.rep + 1
+func (j Job) replication() int {
+	if j.Point.Reps() > 1 {
+		return j.Rep + 1
 	}
 	return 0
 }
 
 // scenario is what summary.json records about a run's setting.
-func (j job) scenario() map[string]any {
-	p := j.point
+func (j Job) scenario() map[string]any {
+	p := j.Point
 	rel, _ := p.release() // validated before the run
 	s := map[string]any{
-		"name": p.Name, "seed": p.Seed, "policy_params": j.policy.Params,
+		"name": p.Name, "seed": p.Seed, "policy_params": j.Policy.Params,
 		"fleet": map[string]any{"replicas": p.Fleet.Replicas, "gpu": p.Fleet.GPU, "model": p.Fleet.Model, "tp": max(p.Fleet.TP, 1),
 			"vllm": rel.Name},
 		"workload": string(p.Workload().Resolve().Workload.Kind),
@@ -77,20 +79,20 @@ func (j job) scenario() map[string]any {
 		s["axis."+a.Path] = a.Value
 	}
 	if r := j.replication(); r > 0 {
-		s["replication"], s["workload_seed"] = r, p.WorkloadSeedOf(j.rep)
+		s["replication"], s["workload_seed"] = r, p.WorkloadSeedOf(j.Rep)
 	}
 	return s
 }
 
-// execute runs one job, streaming its requests as CSV rows to rows (when not nil) and calling
+// Execute runs the job's simulation, streaming its requests as CSV rows to rows (when not nil) and calling
 // tick after each finished request.
-func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.Run, error) {
-	p := j.point
+func (j Job) Execute(ctx context.Context, rows io.Writer, tick func()) (results.Run, error) {
+	p := j.Point
 	// Router replica i seeds its policy with the replication's router seed + i: one router is as before.
 	policies := make([]router.Policy, max(p.Router.Replicas, 1))
 	for i := range policies {
 		var err error
-		if policies[i], err = router.Builtin().New(j.policy.Name, j.policy.Params, p.RouterSeedOf(j.rep)+uint64(i)); err != nil {
+		if policies[i], err = router.Builtin().New(j.Policy.Name, j.Policy.Params, p.RouterSeedOf(j.Rep)+uint64(i)); err != nil {
 			return results.Run{}, err
 		}
 	}
@@ -101,7 +103,7 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 	}
 	// Policies that never read prompt text spare the workload generating it.
 	opts = append(opts, workloads.WithText(router.ReadsText(policy)))
-	stream, err := workloads.Build(p.Workload(), p.WorkloadSeedOf(j.rep), opts...)
+	stream, err := workloads.Build(p.Workload(), p.WorkloadSeedOf(j.Rep), opts...)
 	if err != nil {
 		return results.Run{}, err
 	}
@@ -111,7 +113,7 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 		return results.Run{}, err
 	}
 	col := results.NewCollector(results.CollectorOpts{
-		Name: j.name, Policy: j.policy.Name, Group: p.Group(), Scenario: j.scenario(),
+		Name: j.Name, Policy: j.Policy.Name, Group: p.Group(), Scenario: j.scenario(),
 		RequestRate: p.Arrival.Rate, SLO: p.SLO(), Replication: j.replication(),
 	})
 	var csv *results.RequestsCSV
@@ -126,7 +128,7 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 		col.Add(r)
 		stages.Add(stream.StageAt(r.Arrival), r)
 		if csv != nil && werr == nil {
-			werr = csv.Write(j.name, r)
+			werr = csv.Write(j.Name, r)
 		}
 		tick()
 	}})
@@ -134,7 +136,7 @@ func execute(ctx context.Context, j job, rows io.Writer, tick func()) (results.R
 		return results.Run{}, err
 	}
 	if err := s.Run(ctx); err != nil {
-		return results.Run{}, fmt.Errorf("run %s: %w", j.name, err)
+		return results.Run{}, fmt.Errorf("run %s: %w", j.Name, err)
 	}
 	if csv != nil && werr == nil {
 		werr = csv.Flush()
@@ -153,4 +155,27 @@ func stageResults(spans []workloads.StageSpan, c *results.StageCollector) []resu
 			StartS: sp.Start.Seconds(), Metrics: c.Metrics(i)})
 	}
 	return out
+}
+
+// ResolvedConfig is config.yaml: every point with its defaults filled in and its seeds.
+func ResolvedConfig(points []Point) ([]byte, error) {
+	type resolved struct {
+		Point        string           `yaml:"point"`
+		WorkloadSeed uint64           `yaml:"workload_seed"`
+		RouterSeed   uint64           `yaml:"router_seed"`
+		File         sweep.File       `yaml:",inline"`
+		Resolved     workloads.Config `yaml:"resolved_workload"`
+
+		// RepSeeds are the workload and router seeds of replications 2..N.
+		RepSeeds [][2]uint64 `yaml:"replication_seeds,omitempty"`
+	}
+	var doc []resolved
+	for _, p := range points {
+		r := resolved{Point: p.Label(), WorkloadSeed: p.WorkloadSeed(), RouterSeed: p.RouterSeed(), File: p.File, Resolved: p.Workload().Resolve()}
+		for rep := 1; rep < p.Reps(); rep++ {
+			r.RepSeeds = append(r.RepSeeds, [2]uint64{p.WorkloadSeedOf(rep), p.RouterSeedOf(rep)})
+		}
+		doc = append(doc, r)
+	}
+	return yaml.Marshal(map[string]any{"points": doc})
 }
