@@ -3,18 +3,26 @@ package router
 import "slices"
 
 // kvHolders is a router's view of which endpoint (by interned id) caches which KV block,
-// fed by the endpoints' KV events; kv-router and predicted-ttft read it.
+// fed by the endpoints' KV events; precise-prefix, kv-router and predicted-ttft read it.
+// Each block's holders are kept most recently stored last, at most perKey of them when perKey
+// is set (llm-d's index keeps 10 per key); 0 keeps them all, as Dynamo's does.
 type kvHolders struct {
 	holders map[uint64][]int32
+	perKey  int
 }
 
-func newKVHolders() kvHolders { return kvHolders{holders: map[uint64][]int32{}} }
+func newKVHolders(perKey int) kvHolders {
+	return kvHolders{holders: map[uint64][]int32{}, perKey: perKey}
+}
 
-// stored records that ep caches h.
+// stored records that ep caches h, as its most recent holder; beyond perKey holders the
+// least recent is forgotten.
 func (k *kvHolders) stored(ep int32, h uint64) {
-	if hs := k.holders[h]; !slices.Contains(hs, ep) {
-		k.holders[h] = append(hs, ep)
+	hs := slices.DeleteFunc(k.holders[h], func(e int32) bool { return e == ep })
+	if hs = append(hs, ep); k.perKey > 0 && len(hs) > k.perKey {
+		hs = append(hs[:0], hs[len(hs)-k.perKey:]...)
 	}
+	k.holders[h] = hs
 }
 
 // removed records that ep evicted h.

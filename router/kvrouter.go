@@ -101,7 +101,7 @@ func NewKVRouter(cfg KVRouterConfig, rng *rand.Rand) (*KVRouter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: kv-router: %w", err)
 	}
-	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(), act: newActiveSeqs()}, nil
+	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(0), act: newActiveSeqs()}, nil
 }
 
 // Name returns "kv-router".

@@ -80,7 +80,7 @@ func NewPrecisePrefix(cfg PrecisePrefixConfig, rng *rand.Rand) (*Pipeline, error
 type PreciseScorer struct {
 	blockSize int
 	ids       interner
-	holders   map[uint64][]int32 // block hash → endpoints caching it
+	kv        kvHolders // block hash → endpoints caching it, podsPerKey at most
 	hashes    []uint64
 	run       []int // per endpoint id: consecutive leading blocks held
 
@@ -102,7 +102,7 @@ var (
 
 // NewPreciseScorer returns a scorer with an empty view of the caches.
 func NewPreciseScorer(blockSize int) *PreciseScorer {
-	return &PreciseScorer{blockSize: blockSize, ids: newInterner(), holders: map[uint64][]int32{}}
+	return &PreciseScorer{blockSize: blockSize, ids: newInterner(), kv: newKVHolders(podsPerKey)}
 }
 
 func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
@@ -124,7 +124,7 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 	clear(p.run)
 	for i, h := range p.hashes {
 		alive := false
-		for _, ep := range p.holders[h] {
+		for _, ep := range p.kv.holders[h] {
 			if p.run[ep] == i { // held every block so far
 				p.run[ep]++
 				alive = true
@@ -161,25 +161,13 @@ func preciseSalt(req *Request) uint64 {
 // BlockStored records that endpoint caches hash, as the block's most recent holder; the
 // least recent of more than podsPerKey holders is forgotten (the index's per-key LRU).
 func (p *PreciseScorer) BlockStored(endpoint string, hash uint64) {
-	id := p.ids.id(endpoint)
-	hs := slices.DeleteFunc(p.holders[hash], func(e int32) bool { return e == id })
-	if hs = append(hs, id); len(hs) > podsPerKey {
-		hs = append(hs[:0], hs[len(hs)-podsPerKey:]...)
-	}
-	p.holders[hash] = hs
+	p.kv.stored(p.ids.id(endpoint), hash)
 }
 
 // BlockRemoved records that endpoint evicted hash.
 func (p *PreciseScorer) BlockRemoved(endpoint string, hash uint64) {
-	id, ok := p.ids.lookup(endpoint)
-	if !ok {
-		return
-	}
-	hs := slices.DeleteFunc(p.holders[hash], func(e int32) bool { return e == id })
-	if len(hs) == 0 {
-		delete(p.holders, hash)
-	} else {
-		p.holders[hash] = hs
+	if id, ok := p.ids.lookup(endpoint); ok {
+		p.kv.removed(id, hash)
 	}
 }
 
@@ -189,14 +177,7 @@ func (p *PreciseScorer) AllBlocksCleared(endpoint string) {
 	if !ok {
 		return
 	}
-	for h, hs := range p.holders { // each hash is visited once; the order does not matter
-		hs = slices.DeleteFunc(hs, func(e int32) bool { return e == id })
-		if len(hs) == 0 {
-			delete(p.holders, h)
-		} else {
-			p.holders[h] = hs
-		}
-	}
+	p.kv.cleared(id)
 	for h, es := range p.spec {
 		es = slices.DeleteFunc(es, func(e specEntry) bool { return e.ep == id })
 		if len(es) == 0 {

@@ -136,7 +136,7 @@ func NewPredictedTTFT(cfg PredictedTTFTConfig, rng *rand.Rand) (*PredictedTTFT, 
 	if err != nil {
 		return nil, fmt.Errorf("router: predicted-ttft: %w", err)
 	}
-	return &PredictedTTFT{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(), index: index, recent: recent,
+	return &PredictedTTFT{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(0), index: index, recent: recent,
 		reqs: map[string]ttftReq{}}, nil
 }
 
