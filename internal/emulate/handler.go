@@ -110,30 +110,13 @@ type pending struct {
 // parse reads and checks a request body and prepares its engine request. It returns an
 // OpenAI error for the client when the request is not acceptable.
 func (r *Replica) parse(w http.ResponseWriter, req *http.Request, chat bool) (pending, *openai.Error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.cfg.MaxBodyBytes))
-	if err != nil {
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return pending{}, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest,
-				Message: fmt.Sprintf("emulate: request body larger than %d bytes", r.cfg.MaxBodyBytes)}
-		}
-		return pending{}, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest,
-			Message: "emulate: reading the request body: " + err.Error()}
-	}
-	parse := openai.ParseCompletion
-	if chat {
-		parse = openai.ParseChat
-	}
-	o, err := parse(body)
-	if err != nil {
-		e := &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Message: err.Error()}
-		if re, ok := errors.AsType[*openai.RequestError](err); ok {
-			e.Param = re.Param
-		}
+	body, e := r.readBody(w, req)
+	if e != nil {
 		return pending{}, e
 	}
-	if o.Model != "" && !r.accepted[normalizeModel(o.Model)] {
-		return pending{}, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Param: "model",
-			Code: "model_not_found", Message: fmt.Sprintf("The model `%s` does not exist.", o.Model)}
+	o, e := r.parseBody(body, chat)
+	if e != nil {
+		return pending{}, e
 	}
 	prompt := r.promptIDs(o, chat)
 	out := o.MaxTokens
@@ -204,4 +187,39 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b) // a failed write means the client left
+}
+
+// readBody reads a request body, up to the replica's MaxBodyBytes.
+func (r *Replica) readBody(w http.ResponseWriter, req *http.Request) ([]byte, *openai.Error) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.cfg.MaxBodyBytes))
+	if err == nil {
+		return body, nil
+	}
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+		return nil, &openai.Error{Status: http.StatusRequestEntityTooLarge, Type: openai.TypeInvalidRequest,
+			Message: fmt.Sprintf("emulate: request body larger than %d bytes", r.cfg.MaxBodyBytes)}
+	}
+	return nil, &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest,
+		Message: "emulate: reading the request body: " + err.Error()}
+}
+
+// parseBody parses a chat or completion request for a model the replica serves.
+func (r *Replica) parseBody(body []byte, chat bool) (openai.Request, *openai.Error) {
+	parse := openai.ParseCompletion
+	if chat {
+		parse = openai.ParseChat
+	}
+	o, err := parse(body)
+	if err != nil {
+		e := &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Message: err.Error()}
+		if re, ok := errors.AsType[*openai.RequestError](err); ok {
+			e.Param = re.Param
+		}
+		return o, e
+	}
+	if o.Model != "" && !r.accepted[normalizeModel(o.Model)] {
+		return o, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Param: "model",
+			Code: "model_not_found", Message: fmt.Sprintf("The model `%s` does not exist.", o.Model)}
+	}
+	return o, nil
 }

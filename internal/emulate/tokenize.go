@@ -2,9 +2,6 @@ package emulate
 
 import (
 	"bytes"
-	"errors"
-	"fmt"
-	"io"
 	"net/http"
 
 	"kvroute/internal/openai"
@@ -23,32 +20,15 @@ type tokenizeResponse struct {
 // generation prompt included); one with "prompt" is a TokenizeCompletionRequest. A router
 // that asks here gets exactly the engine's prompt tokens.
 func (r *Replica) tokenizeHandler(w http.ResponseWriter, req *http.Request) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, req.Body, r.cfg.MaxBodyBytes))
-	if err != nil {
-		status := http.StatusBadRequest
-		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			status = http.StatusRequestEntityTooLarge
-		}
-		openai.WriteError(w, &openai.Error{Status: status, Type: openai.TypeInvalidRequest, Message: "emulate: reading the request body: " + err.Error()})
-		return
-	}
-	chat := bytes.Contains(body, []byte(`"messages"`))
-	parse := openai.ParseCompletion
-	if chat {
-		parse = openai.ParseChat
-	}
-	o, err := parse(body)
-	if err != nil {
-		e := &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Message: err.Error()}
-		if re, ok := errors.AsType[*openai.RequestError](err); ok {
-			e.Param = re.Param
-		}
+	body, e := r.readBody(w, req)
+	if e != nil {
 		openai.WriteError(w, e)
 		return
 	}
-	if o.Model != "" && !r.accepted[normalizeModel(o.Model)] {
-		openai.WriteError(w, &openai.Error{Status: http.StatusNotFound, Type: openai.TypeInvalidRequest, Param: "model",
-			Code: "model_not_found", Message: fmt.Sprintf("The model `%s` does not exist.", o.Model)})
+	chat := bytes.Contains(body, []byte(`"messages"`))
+	o, e := r.parseBody(body, chat)
+	if e != nil {
+		openai.WriteError(w, e)
 		return
 	}
 	ids := r.promptIDs(o, chat)
