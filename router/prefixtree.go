@@ -13,6 +13,13 @@ import (
 
 // Variants of prefix-tree.
 const (
+	// PrefixTreeRayLoRA is the newest Ray Serve PrefixCacheAffinityRouter read (ray-project/ray
+	// master, 2026: prefix_aware_router.py _prefix_tree_key_prefix, _prefix_match_best_replicas,
+	// _get_spill_replicas): PrefixTreeRay, plus a multiplexed (LoRA) request's text keyed under
+	// "\x00adapter\x00" with only the text past that key counted in the match rate, the smallest
+	// tenants taken among the candidates, and a LoRA request spilled by load when its chosen
+	// replicas are more than multiplex_spill_threshold (64) requests busier than the least busy.
+	PrefixTreeRayLoRA = "ray-lora-keys"
 	// PrefixTreeRay is Ray Serve's PrefixCacheAffinityRouter since ray PR #59390 (2025-12-11;
 	// read at ray-project/ray ef82d1d9, python/ray/llm/_internal/serve/routing_policies/
 	// prefix_aware/prefix_aware_router.py): imbalanced_threshold defaults to ∞.
@@ -24,7 +31,8 @@ const (
 // PrefixTreeConfig configures prefix-tree, Ray Serve's PrefixCacheAffinityRouter
 // (initialize_state defaults).
 type PrefixTreeConfig struct {
-	// Variant picks the upstream version: "ray-since-pr59390" (default) or "ray-before-pr59390".
+	// Variant picks the upstream version: "ray-lora-keys" (default), "ray-since-pr59390" or
+	// "ray-before-pr59390".
 	Variant string `json:"variant"`
 	// ImbalancedThreshold: when the largest minus the smallest queue exceeds it, power of two.
 	// Unset, the variant's default: ∞ (never), or 10 before ray PR #59390.
@@ -40,12 +48,16 @@ type PrefixTreeConfig struct {
 	EvictionTargetChars    int `json:"eviction_target_chars"`
 	// EvictionInterval is how often eviction runs, in snapshot time (10 seconds).
 	EvictionInterval Duration `json:"eviction_interval"`
+	// MultiplexSpillThreshold ("ray-lora-keys" only): a LoRA request whose chosen replicas'
+	// smallest queue exceeds the least busy candidate's by more than this goes, by queue, to the
+	// candidates within it of the least busy (64).
+	MultiplexSpillThreshold float64 `json:"multiplex_spill_threshold"`
 }
 
 // DefaultPrefixTreeConfig returns Ray's defaults (the newest version's).
 func DefaultPrefixTreeConfig() PrefixTreeConfig {
 	return PrefixTreeConfig{
-		Variant: PrefixTreeRay, MatchRateThreshold: 0.1,
+		Variant: PrefixTreeRayLoRA, MatchRateThreshold: 0.1, MultiplexSpillThreshold: 64,
 		EvictionThresholdChars: 400000, EvictionTargetChars: 360000, EvictionInterval: Duration(10 * time.Second),
 	}
 }
@@ -64,8 +76,11 @@ func (c PrefixTreeConfig) imbalance() float64 {
 // Validate checks ranges and that the eviction target is below the threshold.
 func (c PrefixTreeConfig) Validate() error {
 	var errs []error
-	if c.Variant != PrefixTreeRay && c.Variant != PrefixTreeRayOld {
-		errs = append(errs, fmt.Errorf("variant %q: want %q or %q", c.Variant, PrefixTreeRay, PrefixTreeRayOld))
+	if c.Variant != PrefixTreeRayLoRA && c.Variant != PrefixTreeRay && c.Variant != PrefixTreeRayOld {
+		errs = append(errs, fmt.Errorf("variant %q: want %q, %q or %q", c.Variant, PrefixTreeRayLoRA, PrefixTreeRay, PrefixTreeRayOld))
+	}
+	if !(c.MultiplexSpillThreshold >= 0) {
+		errs = append(errs, fmt.Errorf("multiplex_spill_threshold %v: want >= 0", c.MultiplexSpillThreshold))
 	}
 	if t := c.ImbalancedThreshold; t != nil && !(*t >= 0) {
 		errs = append(errs, fmt.Errorf("imbalanced_threshold %v: want >= 0", *t))
@@ -84,8 +99,9 @@ func (c PrefixTreeConfig) Validate() error {
 }
 
 // PrefixTree is Ray Serve's prefix-cache affinity router over a character radix tree of the
-// prompts sent to each replica (one tree per model). The text is the prompt, or the chat
-// messages' contents joined with no separator (_normalize_prompt_to_string). A replica's
+// prompts sent to each replica (one tree per model, as Ray keeps one per deployment). The text is
+// the prompt, or the chat messages' contents joined with no separator
+// (_normalize_prompt_to_string); by default a LoRA request's text is keyed under its adapter. A replica's
 // queue is the larger of the router's in-flight count and the scraped running+waiting count.
 // Per decision (_prefix_match_best_replicas, choose_replicas):
 //  1. queue spread > the imbalance threshold: power of two choices;
@@ -117,7 +133,7 @@ func NewPrefixTree(cfg PrefixTreeConfig, rng *rand.Rand) (*PrefixTree, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: prefix-tree: %w", err)
 	}
-	return &PrefixTree{cfg: cfg, rng: rng, trees: newTreeSet()}, nil
+	return &PrefixTree{cfg: cfg, rng: rng, trees: newTreeSet(), text: textMemo{adapterKeys: cfg.Variant == PrefixTreeRayLoRA}}, nil
 }
 
 // Name returns "prefix-tree".
@@ -142,12 +158,12 @@ func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if float64(hi-lo) > p.cfg.imbalance() {
 		return p.powerOfTwo(s, ReasonImbalance), nil
 	}
-	text := p.text.get(req)
+	key := p.text.get(req)
 	tree := p.trees.get(req.Model)
 	p.allow = p.trees.allowMask(p.allow, s, p.cand)
-	matched, holders := tree.Match(text, p.allow, p.holder[:0])
+	matched, holders := tree.Match(key, p.allow, p.holder[:0])
 	reason := ReasonPrefixMatch
-	if text == "" || charRate(text, matched) < p.cfg.MatchRateThreshold {
+	if rayMatchRate(key, p.text.prefix, matched) < p.cfg.MatchRateThreshold {
 		reason = ReasonLowMatch
 		holders = tree.SmallestTenants(p.allow, holders[:0])
 	}
@@ -156,6 +172,9 @@ func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if len(p.pool) == 0 { // cannot happen: holders are allowed, hence eligible
 		p.pool = append(p.pool, p.cand...)
 	}
+	if p.text.prefix > 0 {
+		p.pool = p.spill(s, p.pool)
+	}
 	best := p.pool[0]
 	for _, i := range p.pool[1:] {
 		if queueLen(&s.Endpoints[i]) < queueLen(&s.Endpoints[best]) {
@@ -163,6 +182,42 @@ func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
 		}
 	}
 	return Decision{Index: best, Reason: reason}, nil
+}
+
+// rayMatchRate is the newest Ray's match rate: the characters matched past the key prefix
+// (prefix bytes of key) over the text's characters; 0 for an empty text. Before the key
+// prefix, the same with prefix 0.
+func rayMatchRate(key string, prefix, matched int) float64 {
+	text := key[prefix:]
+	if text == "" || matched <= prefix {
+		return 0
+	}
+	return charRate(text, matched-prefix)
+}
+
+// spill is Ray's _get_spill_replicas for a LoRA request: when the chosen replicas' smallest
+// queue is more than MultiplexSpillThreshold above the least busy candidate's, the candidates
+// within the threshold of the least busy replace them. Ray also offers the replicas with the
+// fewest adapters loaded; kvroute's endpoints serve a fixed set of adapters, so only the
+// eligible candidates are offered.
+func (p *PrefixTree) spill(s *Snapshot, chosen []int) []int {
+	chosenLoad, least := math.MaxInt, math.MaxInt
+	for _, i := range chosen {
+		chosenLoad = min(chosenLoad, queueLen(&s.Endpoints[i]))
+	}
+	for _, i := range p.cand {
+		least = min(least, queueLen(&s.Endpoints[i]))
+	}
+	if float64(chosenLoad-least) <= p.cfg.MultiplexSpillThreshold {
+		return chosen
+	}
+	chosen = chosen[:0]
+	for _, i := range p.cand {
+		if float64(queueLen(&s.Endpoints[i])-least) <= p.cfg.MultiplexSpillThreshold {
+			chosen = append(chosen, i)
+		}
+	}
+	return chosen
 }
 
 // powerOfTwo compares two random candidates on their queues.
@@ -186,8 +241,8 @@ func (p *PrefixTree) powerOfTwo(s *Snapshot, reason string) Decision {
 func (p *PrefixTree) Routed(req *Request, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if text := p.text.get(req); text != "" {
-		p.trees.get(req.Model).Insert(text, p.trees.ids.id(endpoint), now.UnixNano())
+	if key := p.text.get(req); key != "" {
+		p.trees.get(req.Model).Insert(key, p.trees.ids.id(endpoint), now.UnixNano())
 	}
 	if p.cfg.DoEviction && now.Sub(p.trees.evicted) >= p.cfg.EvictionInterval.D() {
 		p.trees.evict(p.cfg.EvictionThresholdChars, p.cfg.EvictionTargetChars, true)

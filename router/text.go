@@ -54,25 +54,40 @@ func (p *PrefixScorer) TextFree() bool { return p.cfg.Variant == PrefixScoreLLMD
 
 // textMemo keeps the text Ray matches for the last request seen: the prompt, or the chat
 // messages' contents concatenated with no separator (Ray's _normalize_prompt_to_string), so the
-// Pick and Routed of one decision build it once. Callers hold the policy's lock.
+// Pick and Routed of one decision build it once. With adapterKeys, a LoRA request's text is
+// keyed under "\x00adapter\x00" as the newest Ray does (_prefix_tree_key_prefix), and prefix is
+// that key prefix's length in bytes. Callers hold the policy's lock.
 type textMemo struct {
-	req  *Request
-	id   string
-	text string
-	buf  strings.Builder
+	adapterKeys bool
+	req         *Request
+	id          string
+	text        string
+	prefix      int
+	buf         strings.Builder
 }
 
 func (m *textMemo) get(req *Request) string {
 	if m.req == req && m.id == req.ID {
 		return m.text
 	}
-	m.req, m.id, m.text = req, req.ID, req.Prompt
-	if req.Messages != nil {
-		m.buf.Reset()
-		for _, msg := range req.Messages {
-			m.buf.WriteString(msg.Content)
-		}
-		m.text = m.buf.String()
+	m.req, m.id, m.text, m.prefix = req, req.ID, req.Prompt, 0
+	keyed := m.adapterKeys && req.Adapter != ""
+	if req.Messages == nil && !keyed {
+		return m.text
 	}
+	m.buf.Reset()
+	if keyed {
+		m.buf.WriteByte(0)
+		m.buf.WriteString(req.Adapter)
+		m.buf.WriteByte(0)
+		m.prefix = m.buf.Len()
+	}
+	if req.Messages == nil {
+		m.buf.WriteString(req.Prompt)
+	}
+	for _, msg := range req.Messages {
+		m.buf.WriteString(msg.Content)
+	}
+	m.text = m.buf.String()
 	return m.text
 }
