@@ -99,8 +99,7 @@ func (c CHWBLConfig) Validate() error {
 // key MD5 (_hash 178–181, first 8 bytes); accept when load+1 ≤ (T+1)/n × LoadFactor
 // (_check_load_with_snapshot 149–176); key = "system:<last system message>" (when not empty)
 // and "user_<k>:<content>" for the first MaxUserMessages user messages, joined by "|"
-// (_extract_cache_key 290–318); with neither, the request itself (str(payload), which kvroute
-// cannot render: it hashes model and prompt with xxhash instead).
+// (_extract_cache_key 290–318); with neither, str(payload) (neutreePayload).
 //
 // KubeAI (balance_chwbl.go): ring positions xxhash("<id><i>") (chwblAddEndpoint 86–96), key
 // xxhash(adapter + prefix) (group.go 70), prefix = the first PrefixCharLength runes of the
@@ -254,14 +253,42 @@ func (p *CHWBL) keyHash(req *Request) uint64 {
 	if p.key = p.neutreeKey(p.key[:0], req); len(p.key) > 0 {
 		return p.md5Prefix(p.key)
 	}
-	// str(payload): Python's rendering of the whole request, which kvroute cannot reproduce, so
-	// its ring position differs from Neutree's whatever the hash; equal requests still share
-	// one. xxhash of the model and prompt costs a fraction of MD5 on long prompts.
-	p.xx.Reset()
-	p.xx.WriteString(req.Model)
-	p.xx.Write([]byte{0})
-	p.xx.WriteString(req.Prompt)
-	return p.xx.Sum64()
+	p.key = p.neutreePayload(p.key[:0], req)
+	return p.md5Prefix(p.key)
+}
+
+// neutreePayload appends Neutree's key for a request with no system or user message:
+// str(payload), Python's rendering of the call's args, a one-tuple of the JSON body as a dict
+// (appendPyPayload). Live, that is the body the client sent; in simulation, where a request has
+// no body, the body of a client sending only model, prompt or messages, and max_tokens. A body
+// that does not parse (the gateway rejects those first) falls back to the request id, as
+// Neutree's except branch does.
+func (p *CHWBL) neutreePayload(b []byte, req *Request) []byte {
+	if req.Body != nil {
+		out, err := appendPyPayload(b, req.Body)
+		if err != nil {
+			return append(b[:0], req.ID...)
+		}
+		return out
+	}
+	b = append(appendPyStr(append(b, "({'model': "...), req.Model), ", "...)
+	if req.Messages != nil {
+		b = append(b, "'messages': ["...)
+		for i, m := range req.Messages {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = append(appendPyStr(append(b, "{'role': "...), m.Role), ", 'content': "...)
+			b = append(appendPyStr(b, m.Content), '}')
+		}
+		b = append(b, ']')
+	} else {
+		b = appendPyStr(append(b, "'prompt': "...), req.Prompt)
+	}
+	if req.MaxOutputTokens > 0 {
+		b = strconv.AppendInt(append(b, ", 'max_tokens': "...), int64(req.MaxOutputTokens), 10)
+	}
+	return append(b, "},)"...)
 }
 
 // neutreeKey appends Neutree's cache key (_extract_cache_key) to b.

@@ -33,6 +33,9 @@ type Request struct {
 	InputTokens int
 	// MaxOutputTokens is the requested output length in tokens (0 when unknown).
 	MaxOutputTokens int
+	// Body is the JSON body the client sent, when there is one (the proxy; nil in simulation).
+	// Policies read it during Pick only and never keep it.
+	Body []byte
 }
 
 // EndpointState is the router's view of one endpoint (one model server replica).

@@ -79,6 +79,7 @@ type caseRequest struct {
 	Tokens          []int32          `json:"tokens"`
 	InputTokens     int              `json:"input_tokens"`
 	MaxOutputTokens int              `json:"max_output_tokens"`
+	Body            string           `json:"body"` // the client's JSON body, as the proxy passes it
 }
 
 func (c caseRequest) request() *router.Request {
@@ -96,8 +97,15 @@ func (c caseRequest) request() *router.Request {
 	return &router.Request{
 		ID: c.ID, Model: c.Model, Adapter: c.Adapter, Tenant: c.Tenant, SessionKey: c.SessionKey,
 		Prompt: prompt, Messages: c.Messages, Tokens: c.Tokens, InputTokens: c.InputTokens,
-		MaxOutputTokens: c.MaxOutputTokens,
+		MaxOutputTokens: c.MaxOutputTokens, Body: body(c.Body),
 	}
+}
+
+func body(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return []byte(s)
 }
 
 var upstreamEpoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)

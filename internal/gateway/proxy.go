@@ -187,7 +187,7 @@ func (g *Gateway) parse(k kind, body []byte, r *http.Request) (*router.Request, 
 	var id [24]byte
 	req := &router.Request{
 		ID: string(strconv.AppendUint(append(id[:0], "gw-"...), g.seq.Add(1), 10)), Model: o.Model,
-		Prompt: o.Prompt, Tokens: o.PromptTokens, MaxOutputTokens: o.MaxTokens,
+		Prompt: o.Prompt, Tokens: o.PromptTokens, MaxOutputTokens: o.MaxTokens, Body: body,
 	}
 	if len(o.Messages) > 0 {
 		req.Messages = make([]router.Message, len(o.Messages))

@@ -109,6 +109,10 @@ func TestParseRequest(t *testing.T) {
 			if e != nil {
 				t.Fatal(e)
 			}
+			if string(got.Body) != tc.body {
+				t.Errorf("body %q, want the client's %q", got.Body, tc.body)
+			}
+			got.Body = nil
 			if fmt.Sprint(*got) != fmt.Sprint(tc.want) {
 				t.Errorf("got  %+v\nwant %+v", *got, tc.want)
 			}
