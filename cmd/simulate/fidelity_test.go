@@ -138,7 +138,7 @@ func TestPublishedFidelityDirections(t *testing.T) {
 		// Full size (8,000 requests, about a second a policy); round-robin is left out (its
 		// alignment with the cycled prompt list makes it a prompt-affinity router).
 		runs := fidelityRun(t, "kubeai-prefix-hash.yaml", "\n  chwbl, round-robin]", "]")
-		const chwbl = "chwbl,prefix_char_length=100,virtual_nodes_per_replica=256" // KubeAI's PrefixHash
+		const chwbl = "chwbl,prefix_char_length=100,variant=kubeai-v0.21.0,virtual_nodes_per_replica=256" // KubeAI's PrefixHash
 		for _, blind := range []string{"random", "least-request"} {
 			if c, b := metric(t, runs, chwbl, "ttft_ms", "mean"), metric(t, runs, blind, "ttft_ms", "mean"); c >= b {
 				t.Errorf("mean TTFT: chwbl %.0f ms, %s %.0f ms; published PrefixHash 280 < 817 and 1,320", c, blind, b)
