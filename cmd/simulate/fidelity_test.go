@@ -137,7 +137,7 @@ func TestPublishedFidelityDirections(t *testing.T) {
 	t.Run("kubeai", func(t *testing.T) {
 		// Full size (8,000 requests, about a second a policy); round-robin is left out (its
 		// alignment with the cycled prompt list makes it a prompt-affinity router).
-		runs := fidelityRun(t, "kubeai-prefix-hash.yaml", "\n  chwbl, round-robin]", "]")
+		runs := fidelityRun(t, "kubeai-prefix-hash.yaml", "\n  chwbl, round-robin,\n  lmetric, kv-router, token-load, predicted-ttft]", "]")
 		const chwbl = "chwbl,prefix_char_length=100,variant=kubeai-v0.21.0,virtual_nodes_per_replica=256" // KubeAI's PrefixHash
 		for _, blind := range []string{"random", "least-request"} {
 			if c, b := metric(t, runs, chwbl, "ttft_ms", "mean"), metric(t, runs, blind, "ttft_ms", "mean"); c >= b {
@@ -165,5 +165,5 @@ const (
 		"  - {name: precise-prefix, speculative_indexing: true}\n" +
 		"  - {name: prefix-score, prefix_weight: 1, kv_cache_weight: 1, queue_weight: 1, auto_tune: false}\n" +
 		"  - prefix-score\n  - {name: prefix-score, prefix_weight: 0, kv_cache_weight: 1, queue_weight: 1}\n" +
-		"  - least-kv-cache\n  - random\n"
+		"  - least-kv-cache\n  - random\n  - lmetric\n  - kv-router\n  - token-load\n  - predicted-ttft"
 )
