@@ -165,18 +165,19 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 		id := p.ids.id(e.ID)
 		cached := min(p.run[id]*p.cfg.BlockSize, n)
 		p.last.tokens[id] = n - cached
-		ttft, own, extra := p.predict(e, id, n-cached, cached, s.Now)
+		ttft, own, extra := p.predict(e, id, n-cached, cached, req.MaxOutputTokens, s.Now)
 		p.last.extra[id] = extra
 		p.pred[k] = float64(ttft + time.Duration(p.cfg.Externality*float64(own)))
 	}
 	return Decision{Index: p.cand[argminRandom(p.rng, p.pred)], Reason: ReasonPredictedTTFT}, nil
 }
 
-// predict returns the TTFT of a request with newTokens uncached after cached on endpoint e
-// (id), its running requests decoding alongside; the time its own prefill takes; and the
-// part of that time that packing into steps does not share (its attention over its own
-// context: own − the same tokens packed without context).
-func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached int, now time.Time) (ttft, own, extra time.Duration) {
+// predict returns the TTFT of a request with newTokens uncached after cached, and out output
+// tokens, on endpoint e (id), its running requests decoding alongside and its wait for KV
+// space (kvWait) added; the time its own prefill takes; and the part of that time that packing
+// into steps does not share (its attention over its own context: own − the same tokens packed
+// without context).
+func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached, out int, now time.Time) (ttft, own, extra time.Duration) {
 	q := p.eps[id]
 	if e.Prefill == nil {
 		rate := p.cfg.FallbackTokensPerSecond / float64(time.Second)
@@ -191,10 +192,11 @@ func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached in
 	dec, ctx := max(0, e.InFlight-q.pending), int64(e.InFlightTokens)
 	own = e.Prefill.PrefillTime(newTokens, cached, dec, ctx)
 	extra = max(0, own-e.Prefill.BatchTime(newTokens, dec, ctx))
+	wait := kvWait(e, q.queued, newTokens, out, dec, ctx)
 	if q.pending == 0 {
-		return own, own, extra
+		return own + wait, own, extra
 	}
-	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)+q.extra+extra-now.Sub(q.busySince), own), own, extra
+	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)+q.extra+extra-now.Sub(q.busySince), own) + wait, own, extra
 }
 
 // cached fills p.run[id] with the leading blocks of the request each candidate caches.

@@ -30,7 +30,12 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 		active  []activeReq // routed before, in flight; ft: first token back
 		later   time.Duration
 		params  map[string]any
-		want    []int
+		// KV state: ep-0's scraped KV usage and the router's in-flight count there, every
+		// endpoint's capacity in 16-token blocks (0: unknown), the request's output tokens.
+		kvUsage0          float64
+		inFlight0, blocks int
+		out               int
+		want              []int
 	}{
 		{
 			// ep-0 caches the prompt: 0 ms against 160 ms elsewhere.
@@ -89,6 +94,27 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			params: map[string]any{"externality": 0.0}, want: []int{1, 2},
 		},
 		{
+			// ep-0 caches the prompt but its 16,000-token KV cache is 99% used by 20 decoding
+			// requests that will each grow by 1,000 more tokens on average: 21,840 tokens over,
+			// freed at 35,840 per 2,000-step output lifetime (2 s at 1 ms a step): 1.22 s of
+			// waiting, against 160 ms + 2 × 160 ms on the empty ep-1 and ep-2.
+			name: "a full KV cache makes a cached prompt wait", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, kvUsage0: 0.99, inFlight0: 20, blocks: 1000, out: 2000,
+			want: []int{1, 2},
+		},
+		{
+			// The same with the KV capacity unknown: nothing to wait for.
+			name: "unknown KV capacity is not priced", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, kvUsage0: 0.99, inFlight0: 20, out: 2000,
+			want: []int{0},
+		},
+		{
+			// Half of a 64,000-token cache used: 32,000 + 20,000 to come + 2,000 fit, no wait.
+			name: "KV that fits costs no wait", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 10}}, kvUsage0: 0.5, inFlight0: 20, blocks: 4000, out: 2000,
+			want: []int{0},
+		},
+		{
 			// The same cold prompt: 320 ms on ep-0, 80 ms on ep-1, 160 ms on ep-2 (fallback
 			// 1000 tok/s).
 			name: "each endpoint's step-time model", speeds: []time.Duration{2 * ms, ms / 2, 0},
@@ -107,7 +133,9 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 				if sp > 0 {
 					s.Endpoints[i].Prefill = linearPrefill{sp}
 				}
+				s.Endpoints[i].NumGPUBlocks, s.Endpoints[i].BlockSize = tc.blocks, 16
 			}
+			s.Endpoints[0].KVUsage, s.Endpoints[0].InFlight = tc.kvUsage0, tc.inFlight0
 			obs := p.(router.Observer)
 			for i, h := range tc.history {
 				req := &router.Request{ID: "h" + string(rune('a'+i)), Model: routertest.Model, Tokens: h.tokens}
@@ -128,7 +156,7 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 				}
 			}
 			s.Now = s.Now.Add(tc.later)
-			req := &router.Request{ID: "new", Model: routertest.Model, Tokens: prompt}
+			req := &router.Request{ID: "new", Model: routertest.Model, Tokens: prompt, MaxOutputTokens: tc.out}
 			for range 30 {
 				if d := pick(t, p, req, s); !containsInt(tc.want, d.Index) || d.Reason != router.ReasonPredictedTTFT {
 					t.Fatalf("picked %+v, want one of %v", d, tc.want)
