@@ -58,6 +58,6 @@ var policyInfos = map[string]PolicyInfo{
 	},
 	"predicted-ttft": {
 		Source: "kvroute",
-		Rule:   "smallest predicted TTFT: queued and uncached prompt tokens priced by the endpoint's step-time model",
+		Rule:   "smallest predicted TTFT: queued and uncached prompt tokens priced by the endpoint's step-time model, plus the wait for KV space",
 	},
 }
