@@ -125,7 +125,9 @@ func TestAsyncSchedulingOverlapsCPU(t *testing.T) {
 }
 
 // vLLM hashes full blocks of generated tokens too (Request.append_output_token_ids extends
-// block_hashes; BlockPool.cache_full_blocks caches them): a request preempted after decoding
+// block_hashes; BlockPool.cache_full_blocks caches them: vllm/v1/core/block_pool.py @ 002f3491
+// lines 153–183, a full block of generated tokens is hashed and appended to the request's
+// block_hashes "in case it will be preempted in the future"): a request preempted after decoding
 // hits its own output when it is recomputed. Here b is preempted after about 150 tokens of
 // output, when a needs its 17th block; a then finishes and b resumes.
 func TestPreemptedRequestHitsItsOutput(t *testing.T) {
@@ -174,7 +176,8 @@ func TestPreemptedLookupsNotCounted(t *testing.T) {
 	}
 }
 
-// vLLM reserves block 0 as the null block (BlockPool.__init__: null_block =
+// vLLM reserves block 0 as the null block (BlockPool.__init__, vllm/v1/core/block_pool.py
+// @ 002f3491 line 77, and @ c59cb794 the same statement: null_block =
 // free_block_queue.popleft()): a request needing every block of the pool never fits.
 func TestNullBlock(t *testing.T) {
 	for _, tc := range []struct {
@@ -190,7 +193,9 @@ func TestNullBlock(t *testing.T) {
 	}
 }
 
-// vLLM keeps every block cached under a hash (BlockHashToBlockMap; get_cached_block returns
+// vLLM keeps every block cached under a hash (vllm/v1/core/block_pool.py @ c59cb794:
+// BlockHashToBlockMap lines 32–87, no de-duplication (NOTE #1, lines 46–50), get_one_block
+// lines 60–71; @ 002f3491 a dict of blocks per hash, lines 65–73; get_cached_block returns
 // the first): when the first is evicted, its duplicate still hits. Without, a duplicate is
 // never cached.
 func TestDuplicateBlocksHittable(t *testing.T) {
