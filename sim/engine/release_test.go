@@ -177,7 +177,7 @@ func TestPreemptedLookupsNotCounted(t *testing.T) {
 }
 
 // vLLM reserves block 0 as the null block (BlockPool.__init__, vllm/v1/core/block_pool.py
-// @ 002f3491 line 77, and @ c59cb794 the same statement: null_block =
+// @ 002f3491 line 77, @ c59cb794 line 174: null_block =
 // free_block_queue.popleft()): a request needing every block of the pool never fits.
 func TestNullBlock(t *testing.T) {
 	for _, tc := range []struct {
@@ -194,8 +194,8 @@ func TestNullBlock(t *testing.T) {
 }
 
 // vLLM keeps every block cached under a hash (vllm/v1/core/block_pool.py @ c59cb794:
-// BlockHashToBlockMap lines 32–87, no de-duplication (NOTE #1, lines 46–50), get_one_block
-// lines 60–71; @ 002f3491 a dict of blocks per hash, lines 65–73; get_cached_block returns
+// BlockHashToBlockMap lines 32–125, no de-duplication (NOTE #1, lines 46–50), get_one_block
+// lines 60–71, insert lines 73–89; @ 002f3491 a dict of blocks per hash, lines 65–73; get_cached_block returns
 // the first): when the first is evicted, its duplicate still hits. Without, a duplicate is
 // never cached.
 func TestDuplicateBlocksHittable(t *testing.T) {
@@ -227,7 +227,9 @@ func TestDuplicateBlocksHittable(t *testing.T) {
 }
 
 // vLLM's BlockPool.free_blocks puts freed blocks without a hash at the head of the free
-// queue, so they are reused before any cached block is evicted; hashed ones go to the tail.
+// queue, so they are reused before any cached block is evicted; hashed ones go to the tail
+// (vllm/v1/core/block_pool.py @ c59cb794 lines 400–423: prepend_n for the fresh blocks, line
+// 421, append_n for the cached ones, line 423; @ 002f3491 every freed block went to the tail).
 func TestUnhashedFreedBlocksFirst(t *testing.T) {
 	for _, head := range []bool{true, false} {
 		p := newBlockPool(3, Semantics{UnhashedToHead: head})
