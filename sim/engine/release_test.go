@@ -124,10 +124,11 @@ func TestAsyncSchedulingOverlapsCPU(t *testing.T) {
 	}
 }
 
-// vLLM hashes full blocks of generated tokens too (Request.append_output_token_ids extends
-// block_hashes; BlockPool.cache_full_blocks caches them: vllm/v1/core/block_pool.py @ 002f3491
-// lines 153–183, a full block of generated tokens is hashed and appended to the request's
-// block_hashes "in case it will be preempted in the future"): a request preempted after decoding
+// vLLM hashes full blocks of generated tokens too (BlockPool.cache_full_blocks caches them:
+// vllm/v1/core/block_pool.py @ 002f3491 lines 153–183, a full block of generated tokens is
+// hashed and appended to the request's block_hashes "in case it will be preempted in the
+// future"; @ c59cb794 lines 209–309 the Request computes the hashes as tokens are appended,
+// docstring lines 223–224, and cache_full_blocks caches them): a request preempted after decoding
 // hits its own output when it is recomputed. Here b is preempted after about 150 tokens of
 // output, when a needs its 17th block; a then finishes and b resumes.
 func TestPreemptedRequestHitsItsOutput(t *testing.T) {
