@@ -119,7 +119,8 @@ func (g GPU) Validate() error {
 //     vidur/profiling/collectives/collectives_impl.py): the median over the 96 rows of 2, 4
 //     and 8 GPUs on one node is 37 µs on H100 DGX (quartiles 25–40) and 51 µs on A100 DGX
 //     (34–61). H200 takes H100's (same NVLink 4 switch). A decode step of a 70B model at TP 4
-//     runs 160 of them.
+//     runs 160 of them. L40S and L4 keep an unmeasured 30 µs prior (Vidur has no PCIe
+//     all-reduce profile); an all-reduce over PCIe is likely slower than over NVLink.
 //   - Efficiency: calibrated in calibration_test.go against testdata/calibration.json
 //     (A100, H100). H200 reuses H100's (same compute die); L40S and L4 are uncalibrated
 //     Ada priors. See README.md.
