@@ -64,7 +64,9 @@ func TestWholePromptAdmission(t *testing.T) {
 	}
 }
 
-// vLLM's batch queue (EngineCore.step_with_batch_queue): the batch run after the one in flight
+// vLLM's batch queue (EngineCore.step_with_batch_queue, vllm/v1/engine/core.py @ 00080ee1: a new
+// batch is scheduled while the queue is not full, and the oldest is waited on only when it is
+// full or nothing more can be scheduled): the batch run after the one in flight
 // is scheduled when that one starts, so a request arriving mid-step waits one more step; on an
 // idle engine a request starts at once.
 func TestAsyncSchedulingWaitsOneStep(t *testing.T) {
