@@ -113,7 +113,14 @@ func (g GPU) Validate() error {
 //     parts log 79.1–79.2 GiB, e.g. 79.22 GiB in vllm-project/vllm PR #10511).
 //   - Links: NVLink 3 (A100) 600 GB/s and NVLink 4 (H100/H200) 900 GB/s total, i.e. 300 and
 //     450 GB/s per direction; L40S and L4 have no NVLink and use PCIe Gen4 x16 (32 GB/s per
-//     direction). LinkLatency is a small-message all-reduce cost.
+//     direction). LinkLatency is the cost of one small (≤ 256 KB) all-reduce within a node,
+//     as Vidur measured it (microsoft/vidur data/profiling/network/{h100_dgx,a100_dgx}/
+//     all_reduce.csv @ 7d47513, NCCL all-reduce of FP16 buffers replayed in a CUDA graph by
+//     vidur/profiling/collectives/collectives_impl.py): the median over the 96 rows of 2, 4
+//     and 8 GPUs on one node is 37 µs on H100 DGX (quartiles 25–40) and 51 µs on A100 DGX
+//     (34–61). H200 takes H100's (same NVLink 4 switch). A decode step of a 70B model at TP 4
+//     runs 160 of them. L40S and L4 keep an unmeasured 30 µs prior (Vidur has no PCIe
+//     all-reduce profile); an all-reduce over PCIe is likely slower than over NVLink.
 //   - Efficiency: calibrated in calibration_test.go against testdata/calibration.json
 //     (A100, H100). H200 reuses H100's (same compute die); L40S and L4 are uncalibrated
 //     Ada priors. See README.md.
@@ -143,7 +150,7 @@ func A100SXM40GB() GPU {
 		MemoryBytes:     gib(39.49),
 		MemoryBandwidth: 1.555e12,
 		LinkBandwidth:   300e9,
-		LinkLatency:     20 * time.Microsecond,
+		LinkLatency:     51 * time.Microsecond,
 		Efficiency:      ampereEfficiency(),
 	}
 }
@@ -158,7 +165,7 @@ func A100SXM80GB() GPU {
 		MemoryBytes:     gib(79.15),
 		MemoryBandwidth: 2.039e12,
 		LinkBandwidth:   300e9,
-		LinkLatency:     20 * time.Microsecond,
+		LinkLatency:     51 * time.Microsecond,
 		Efficiency:      ampereEfficiency(),
 	}
 }
@@ -174,7 +181,7 @@ func H100SXM80GB() GPU {
 		MemoryBytes:     gib(79.22),
 		MemoryBandwidth: 3.35e12,
 		LinkBandwidth:   450e9,
-		LinkLatency:     20 * time.Microsecond,
+		LinkLatency:     37 * time.Microsecond,
 		Efficiency:      hopperEfficiency(),
 	}
 }
@@ -190,7 +197,7 @@ func H200SXM141GB() GPU {
 		MemoryBytes:     gib(139.81),
 		MemoryBandwidth: 4.8e12,
 		LinkBandwidth:   450e9,
-		LinkLatency:     20 * time.Microsecond,
+		LinkLatency:     37 * time.Microsecond,
 		Efficiency:      hopperEfficiency(),
 	}
 }

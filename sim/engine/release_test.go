@@ -64,7 +64,9 @@ func TestWholePromptAdmission(t *testing.T) {
 	}
 }
 
-// vLLM's batch queue (EngineCore.step_with_batch_queue): the batch run after the one in flight
+// vLLM's batch queue (EngineCore.step_with_batch_queue, vllm/v1/engine/core.py @ 00080ee1: a new
+// batch is scheduled while the queue is not full, and the oldest is waited on only when it is
+// full or nothing more can be scheduled): the batch run after the one in flight
 // is scheduled when that one starts, so a request arriving mid-step waits one more step; on an
 // idle engine a request starts at once.
 func TestAsyncSchedulingWaitsOneStep(t *testing.T) {
@@ -124,8 +126,11 @@ func TestAsyncSchedulingOverlapsCPU(t *testing.T) {
 	}
 }
 
-// vLLM hashes full blocks of generated tokens too (Request.append_output_token_ids extends
-// block_hashes; BlockPool.cache_full_blocks caches them): a request preempted after decoding
+// vLLM hashes full blocks of generated tokens too (BlockPool.cache_full_blocks caches them:
+// vllm/v1/core/block_pool.py @ 002f3491 lines 153–183, a full block of generated tokens is
+// hashed and appended to the request's block_hashes "in case it will be preempted in the
+// future"; @ c59cb794 lines 209–309 the Request computes the hashes as tokens are appended,
+// docstring lines 223–224, and cache_full_blocks caches them): a request preempted after decoding
 // hits its own output when it is recomputed. Here b is preempted after about 150 tokens of
 // output, when a needs its 17th block; a then finishes and b resumes.
 func TestPreemptedRequestHitsItsOutput(t *testing.T) {
@@ -174,7 +179,8 @@ func TestPreemptedLookupsNotCounted(t *testing.T) {
 	}
 }
 
-// vLLM reserves block 0 as the null block (BlockPool.__init__: null_block =
+// vLLM reserves block 0 as the null block (BlockPool.__init__, vllm/v1/core/block_pool.py
+// @ 002f3491 line 77, @ c59cb794 line 174: null_block =
 // free_block_queue.popleft()): a request needing every block of the pool never fits.
 func TestNullBlock(t *testing.T) {
 	for _, tc := range []struct {
@@ -190,7 +196,9 @@ func TestNullBlock(t *testing.T) {
 	}
 }
 
-// vLLM keeps every block cached under a hash (BlockHashToBlockMap; get_cached_block returns
+// vLLM keeps every block cached under a hash (vllm/v1/core/block_pool.py @ c59cb794:
+// BlockHashToBlockMap lines 32–125, no de-duplication (NOTE #1, lines 46–50), get_one_block
+// lines 60–71, insert lines 73–89; @ 002f3491 a dict of blocks per hash, lines 65–73; get_cached_block returns
 // the first): when the first is evicted, its duplicate still hits. Without, a duplicate is
 // never cached.
 func TestDuplicateBlocksHittable(t *testing.T) {
@@ -222,7 +230,9 @@ func TestDuplicateBlocksHittable(t *testing.T) {
 }
 
 // vLLM's BlockPool.free_blocks puts freed blocks without a hash at the head of the free
-// queue, so they are reused before any cached block is evicted; hashed ones go to the tail.
+// queue, so they are reused before any cached block is evicted; hashed ones go to the tail
+// (vllm/v1/core/block_pool.py @ c59cb794 lines 400–423: prepend_n for the fresh blocks, line
+// 421, append_n for the cached ones, line 423; @ 002f3491 every freed block went to the tail).
 func TestUnhashedFreedBlocksFirst(t *testing.T) {
 	for _, head := range []bool{true, false} {
 		p := newBlockPool(3, Semantics{UnhashedToHead: head})
