@@ -189,3 +189,19 @@ func BenchmarkTree(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAppendTokenBlockHashes measures hashing an 8k-token prompt into its 512 16-token
+// blocks: the floor of every KV-event policy's decision, which must hash the request.
+func BenchmarkAppendTokenBlockHashes(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	toks := make([]int32, 8192)
+	for i := range toks {
+		toks[i] = int32(r.IntN(128000))
+	}
+	dst := make([]uint64, 0, len(toks)/16)
+	b.SetBytes(int64(4 * len(toks)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = AppendTokenBlockHashes(dst[:0], 7, toks, 16)
+	}
+}

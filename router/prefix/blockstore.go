@@ -2,7 +2,6 @@ package prefix
 
 import (
 	"fmt"
-	"math/bits"
 	"time"
 )
 
@@ -92,65 +91,15 @@ func (s *BlockStore) Add(hashes []uint64, endpoint int32, now time.Time) {
 // reported. Match neither allocates nor refreshes recency; it costs one
 // bitset word per 64 endpoints per block walked.
 func (s *BlockStore) Match(hashes []uint64, candidate []bool, out []int) {
-	clear(out)
-	if wordsFor(len(out)) > maxStackWords {
-		s.matchEach(hashes, candidate, out)
-		return
-	}
-	var alive [maxStackWords]uint64 // survivors, as a bitset
-	words := wordsFor(len(out))
-	for ep := range out {
-		if allowedAt(candidate, int32(ep)) {
-			alive[ep>>6] |= 1 << (ep & 63)
-		}
-	}
-	matched := 0
-	for i, h := range hashes {
-		idx, ok := s.byHash.get(h)
-		if !ok {
-			break
-		}
-		holders := &s.entries[idx].holders
-		var left uint64
-		for w := range words {
-			keep := alive[w] & holders.word(w)
-			setEach(out, w, alive[w]&^keep, i) // dropped out after i blocks
-			alive[w] = keep
-			left |= keep
-		}
-		if left == 0 {
-			return
-		}
-		matched = i + 1
-	}
-	for w := range words {
-		setEach(out, w, alive[w], matched)
-	}
+	leadingRun(hashes, candidate, out, s.holdersOf)
 }
 
-// matchEach is Match for fleets too large for a bitset on the stack: it
-// tracks survivors in out itself (out[ep] == i means ep held blocks 0..i-1).
-func (s *BlockStore) matchEach(hashes []uint64, candidate []bool, out []int) {
-	for i, h := range hashes {
-		idx, ok := s.byHash.get(h)
-		if !ok {
-			return
-		}
-		holders := &s.entries[idx].holders
-		survived := false
-		for w := range min(holders.words(), wordsFor(len(out))) {
-			for m := holders.word(w) & lowMask(w, len(out)); m != 0; m &= m - 1 {
-				ep := w*64 + bits.TrailingZeros64(m)
-				if out[ep] == i && allowedAt(candidate, int32(ep)) {
-					out[ep] = i + 1
-					survived = true
-				}
-			}
-		}
-		if !survived {
-			return
-		}
+// holdersOf returns block h's holders, or nil for an unknown block.
+func (s *BlockStore) holdersOf(h uint64) *epSet {
+	if i, ok := s.byHash.get(h); ok {
+		return &s.entries[i].holders
 	}
+	return nil
 }
 
 // EvictExpired removes the blocks whose latest Add is more than ttl before
