@@ -129,7 +129,7 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 		id := p.ids.id(s.Endpoints[i].ID)
 		raw := float64(p.act.prefill(id)+int64(n)) / bs
 		adjusted := max(0, raw-p.cfg.OverlapScoreCredit*float64(p.run[id]))
-		decode := float64(p.act.blocks(id) + len(p.hashes) - p.shared[id])
+		decode := float64(p.act.blockCount(id) + len(p.hashes) - p.shared[id])
 		p.cost[k] = p.cfg.PrefillLoadScale*adjusted + decode
 	}
 	if p.cfg.Temperature == 0 {

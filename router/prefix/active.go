@@ -1,0 +1,132 @@
+package prefix
+
+// ActiveBlocks counts the distinct KV blocks each endpoint's active requests hold: a request
+// adds its prompt's blocks on its endpoint and releases them when it ends, and a block that
+// several requests on one endpoint share counts once there. It is the block accounting of
+// Dynamo's KV router (ai-dynamo/dynamo lib/kv-router/src/sequences/prompt_registry.rs,
+// potential_decode_blocks), which kv-router reads for each worker's decode blocks.
+//
+// Blocks live in a slab addressed through an open-addressing table. Add returns a handle per
+// block (its slot, which cannot be freed while the request holds it), so Release costs no
+// lookup. An ActiveBlocks is not safe for concurrent use.
+type ActiveBlocks struct {
+	byHash   table // block hash -> slot
+	slots    []activeSlot
+	free     int32 // first free slot, chained through next
+	distinct []int // per endpoint
+}
+
+type activeSlot struct {
+	hash uint64
+	set  epSet      // endpoints holding the block active
+	refs []blockRef // per holding endpoint, its requests holding the block
+	next int32
+}
+
+type blockRef struct{ ep, n int32 }
+
+// NewActiveBlocks returns an empty account.
+func NewActiveBlocks() *ActiveBlocks { return &ActiveBlocks{free: none} }
+
+// Distinct returns how many distinct blocks endpoint ep's active requests hold.
+func (a *ActiveBlocks) Distinct(ep int32) int {
+	if ep < 0 || int(ep) >= len(a.distinct) {
+		return 0
+	}
+	return a.distinct[ep]
+}
+
+// Len returns the number of distinct blocks held on any endpoint.
+func (a *ActiveBlocks) Len() int { return a.byHash.len() }
+
+// Add records that a request on endpoint ep (>= 0) holds hashes, and appends to handles one
+// handle per hash, for Release. A hash repeated in hashes is held once per occurrence.
+func (a *ActiveBlocks) Add(hashes []uint64, ep int32, handles []int32) []int32 {
+	for len(a.distinct) <= int(ep) {
+		a.distinct = append(a.distinct, 0)
+	}
+	for _, h := range hashes {
+		i, ok := a.byHash.get(h)
+		if !ok {
+			i = a.alloc(h)
+		}
+		s := &a.slots[i]
+		if s.set.add(ep) {
+			s.refs = append(s.refs, blockRef{ep, 1})
+			a.distinct[ep]++
+		} else {
+			for k := range s.refs {
+				if s.refs[k].ep == ep {
+					s.refs[k].n++
+					break
+				}
+			}
+		}
+		handles = append(handles, i)
+	}
+	return handles
+}
+
+// Release releases what Add recorded for a request on ep with these handles.
+func (a *ActiveBlocks) Release(handles []int32, ep int32) {
+	for _, i := range handles {
+		s := &a.slots[i]
+		for k := range s.refs {
+			if s.refs[k].ep != ep {
+				continue
+			}
+			if s.refs[k].n--; s.refs[k].n == 0 {
+				s.refs = append(s.refs[:k], s.refs[k+1:]...)
+				s.set.remove(ep)
+				a.distinct[ep]--
+			}
+			break
+		}
+		if len(s.refs) == 0 {
+			a.release(i)
+		}
+	}
+}
+
+// Shared sets out[ep] to how many of hashes endpoint ep holds active, walking hashes in order
+// and stopping at the first block no endpoint holds (a request holds its whole chain, so no
+// later block of the chain can be held). Endpoints at or beyond len(out) are not reported.
+func (a *ActiveBlocks) Shared(hashes []uint64, out []int) {
+	clear(out)
+	words := wordsFor(len(out))
+	for _, h := range hashes {
+		i, ok := a.byHash.get(h)
+		if !ok {
+			return
+		}
+		s := &a.slots[i]
+		for w := range min(words, s.set.words()) {
+			addEach(out, w, s.set.word(w)&lowMask(w, len(out)), 1)
+		}
+	}
+}
+
+// alloc returns a slot for a new block h, reusing freed slots and their allocations.
+func (a *ActiveBlocks) alloc(h uint64) int32 {
+	var i int32
+	if a.free != none {
+		i = a.free
+		a.free = a.slots[i].next
+	} else {
+		a.slots = append(a.slots, activeSlot{})
+		i = int32(len(a.slots) - 1)
+	}
+	a.slots[i].hash = h
+	a.byHash.set(h, i)
+	return i
+}
+
+// release frees slot i, which no request holds any more.
+func (a *ActiveBlocks) release(i int32) {
+	s := &a.slots[i]
+	a.byHash.del(s.hash)
+	s.set.reset()
+	s.refs = s.refs[:0]
+	s.next = a.free
+	a.free = i
+}
