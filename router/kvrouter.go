@@ -84,9 +84,10 @@ type KVRouter struct {
 		req *Request
 		id  string
 	}
-	cand []int
-	cost []float64
-	prob []float64
+	cand   []int
+	candID []int32 // interned ids of cand
+	cost   []float64
+	prob   []float64
 }
 
 var (
@@ -125,8 +126,7 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 	p.cost = resize(p.cost, len(p.cand))
 	bs := float64(p.cfg.BlockSize)
 	n := isl(req)
-	for k, i := range p.cand {
-		id := p.ids.id(s.Endpoints[i].ID)
+	for k, id := range p.candID {
 		raw := float64(p.act.prefill(id)+int64(n)) / bs
 		adjusted := max(0, raw-p.cfg.OverlapScoreCredit*float64(p.run[id]))
 		decode := float64(p.act.blockCount(id) + len(p.hashes) - p.shared[id])
@@ -138,11 +138,12 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 	return Decision{Index: p.cand[p.softmax()], Reason: ReasonKVCost}, nil
 }
 
-// prepare hashes the request's full blocks and fills p.run (cached leading blocks) and
-// p.shared (request blocks already active) per endpoint id.
+// prepare interns the candidates into p.candID, hashes the request's full blocks and fills
+// p.run (cached leading blocks) and p.shared (request blocks already active) per endpoint id.
 func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
+	p.candID = p.candID[:0]
 	for _, i := range cand {
-		p.ids.id(s.Endpoints[i].ID)
+		p.candID = append(p.candID, p.ids.id(s.Endpoints[i].ID))
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	p.last.req, p.last.id = req, req.ID
