@@ -91,6 +91,7 @@ type PredictedTTFT struct {
 	hist   []int
 	fresh  []int
 	cand   []int
+	candID []int32 // interned ids of cand
 	pred   []float64
 	last   struct { // the last Pick's request and each endpoint id's uncached tokens and extra
 		req    *Request
@@ -161,8 +162,7 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 	p.last.extra = resize(p.last.extra, p.ids.size())
 	p.last.req, p.last.id = req, req.ID
 	for k, i := range p.cand {
-		e := &s.Endpoints[i]
-		id := p.ids.id(e.ID)
+		e, id := &s.Endpoints[i], p.candID[k]
 		cached := min(p.run[id]*p.cfg.BlockSize, n)
 		p.last.tokens[id] = n - cached
 		ttft, own, extra := p.predict(e, id, n-cached, cached, s.Now)
@@ -197,10 +197,12 @@ func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached in
 	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)+q.extra+extra-now.Sub(q.busySince), own), own, extra
 }
 
-// cached fills p.run[id] with the leading blocks of the request each candidate caches.
+// cached interns the candidates into p.candID and fills p.run[id] with the leading blocks of
+// the request each candidate caches.
 func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
+	p.candID = p.candID[:0]
 	for _, i := range cand {
-		p.endpoint(&s.Endpoints[i])
+		p.candID = append(p.candID, p.endpoint(&s.Endpoints[i]))
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	n := p.ids.size()
@@ -212,8 +214,8 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	p.sweep(s.Now)
 	p.hist, p.fresh = resize(p.hist, n), resize(p.fresh, n)
 	withEvents, without := false, false
-	for _, i := range cand {
-		if p.eps[p.ids.id(s.Endpoints[i].ID)].events {
+	for _, id := range p.candID {
+		if p.eps[id].events {
 			withEvents = true
 		} else {
 			without = true
@@ -225,8 +227,7 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	if withEvents {
 		p.recent.Match(p.hashes, nil, p.fresh)
 	}
-	for _, i := range cand {
-		id := p.ids.id(s.Endpoints[i].ID)
+	for _, id := range p.candID {
 		if p.eps[id].events {
 			p.run[id] = max(p.run[id], p.fresh[id])
 		} else {
