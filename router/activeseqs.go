@@ -48,8 +48,9 @@ func (a *activeSeqs) blockCount(id int32) int { return a.blocks.Distinct(id) }
 func (a *activeSeqs) requests(id int32) int { return a.at(id).requests }
 
 // add records request reqID on endpoint id with prefill tokens still to compute and its full
-// prompt blocks hashes. A second add of the same ID replaces the first.
-func (a *activeSeqs) add(reqID string, id int32, prefill int64, hashes []uint64) {
+// prompt blocks hashes; found are the slots sharedBlocks found for them, or nil. A second add
+// of the same ID replaces the first.
+func (a *activeSeqs) add(reqID string, id int32, prefill int64, hashes []uint64, found []int32) {
 	a.done(reqID)
 	for len(a.eps) <= int(id) {
 		a.eps = append(a.eps, activeEp{})
@@ -62,7 +63,7 @@ func (a *activeSeqs) add(reqID string, id int32, prefill int64, hashes []uint64)
 		if n := len(a.freeHandles); n > 0 {
 			handles, a.freeHandles = a.freeHandles[n-1][:0], a.freeHandles[:n-1]
 		}
-		handles = a.blocks.Add(hashes, id, handles)
+		handles = a.blocks.Add(hashes, id, found, handles)
 	}
 	a.reqs[reqID] = activeReq{ep: id, prefill: prefill, prefillOpen: true, handles: handles}
 }
@@ -111,4 +112,7 @@ func (a *activeSeqs) drop(id int32) {
 // sharedBlocks sets out[ep] to how many of hashes are already active on ep. hashes are a
 // chain (each commits to the blocks before it) and every active request holds its whole
 // chain, so once no endpoint holds a block none holds a later one: the walk stops there.
-func (a *activeSeqs) sharedBlocks(hashes []uint64, out []int) { a.blocks.Shared(hashes, out) }
+// It appends the slots of the blocks walked to found, for add.
+func (a *activeSeqs) sharedBlocks(hashes []uint64, out []int, found []int32) []int32 {
+	return a.blocks.Shared(hashes, out, found)
+}

@@ -80,6 +80,7 @@ type KVRouter struct {
 	hashes []uint64
 	run    []int
 	shared []int
+	found  []int32  // the active-block slots the last Pick's walk found, for Routed
 	last   struct { // the request p.hashes and p.run were computed for
 		req *Request
 		id  string
@@ -150,7 +151,7 @@ func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
 	n := p.ids.size()
 	p.run, p.shared = resize(p.run, n), resize(p.shared, n)
 	p.kv.leadingRun(p.hashes, p.run)
-	p.act.sharedBlocks(p.hashes, p.shared)
+	p.found = p.act.sharedBlocks(p.hashes, p.shared, p.found[:0])
 }
 
 // softmax samples a candidate position from p.cost as Dynamo's softmax_sample_index does.
@@ -189,10 +190,11 @@ func (p *KVRouter) Routed(req *Request, endpoint string, _ time.Time) {
 		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 		p.run = resize(p.run, p.ids.size())
 		p.kv.leadingRun(p.hashes, p.run)
+		p.found = p.found[:0]
 	}
 	p.last.req = nil // events may change the cache before the next decision
 	n := isl(req)
-	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.cfg.BlockSize, n)), p.hashes)
+	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.cfg.BlockSize, n)), p.hashes, p.found)
 }
 
 // FirstToken releases the request's prefill tokens.

@@ -8,7 +8,9 @@ package prefix
 //
 // Blocks live in a slab addressed through an open-addressing table. Add returns a handle per
 // block (its slot, which cannot be freed while the request holds it), so Release costs no
-// lookup. An ActiveBlocks is not safe for concurrent use.
+// lookup, and takes the slots Shared found for the same hashes, so the blocks a decision has
+// just looked up are not looked up again. The first endpoint holding a block keeps its count
+// in the slot itself. An ActiveBlocks is not safe for concurrent use.
 type ActiveBlocks struct {
 	byHash   table // block hash -> slot
 	slots    []activeSlot
@@ -19,11 +21,40 @@ type ActiveBlocks struct {
 type activeSlot struct {
 	hash uint64
 	set  epSet      // endpoints holding the block active
-	refs []blockRef // per holding endpoint, its requests holding the block
+	ref0 blockRef   // one holding endpoint and its requests holding the block; n == 0: none
+	more []blockRef // the other holding endpoints
 	next int32
 }
 
 type blockRef struct{ ep, n int32 }
+
+// ref returns ep's count in s, which must hold ep.
+func (s *activeSlot) ref(ep int32) *blockRef {
+	if s.ref0.ep == ep {
+		return &s.ref0
+	}
+	for k := range s.more {
+		if s.more[k].ep == ep {
+			return &s.more[k]
+		}
+	}
+	panic("prefix: ActiveBlocks: endpoint does not hold the block")
+}
+
+// drop removes ep's count r (now zero) from s.
+func (s *activeSlot) drop(r *blockRef) {
+	last := len(s.more) - 1
+	switch {
+	case r != &s.ref0:
+		*r = s.more[last]
+		s.more = s.more[:last]
+	case last >= 0:
+		s.ref0 = s.more[last]
+		s.more = s.more[:last]
+	default:
+		s.ref0 = blockRef{}
+	}
+}
 
 // NewActiveBlocks returns an empty account.
 func NewActiveBlocks() *ActiveBlocks { return &ActiveBlocks{free: none} }
@@ -41,26 +72,35 @@ func (a *ActiveBlocks) Len() int { return a.byHash.len() }
 
 // Add records that a request on endpoint ep (>= 0) holds hashes, and appends to handles one
 // handle per hash, for Release. A hash repeated in hashes is held once per occurrence.
-func (a *ActiveBlocks) Add(hashes []uint64, ep int32, handles []int32) []int32 {
+// found[j], when given, is the slot Shared found for hashes[j]; Add checks that it still
+// holds that block before using it, and looks the block up otherwise.
+func (a *ActiveBlocks) Add(hashes []uint64, ep int32, found, handles []int32) []int32 {
 	for len(a.distinct) <= int(ep) {
 		a.distinct = append(a.distinct, 0)
 	}
-	for _, h := range hashes {
-		i, ok := a.byHash.get(h)
-		if !ok {
-			i = a.alloc(h)
+	for j, h := range hashes {
+		i := int32(-1)
+		if j < len(found) {
+			if s := &a.slots[found[j]]; s.hash == h && s.ref0.n > 0 { // a live slot of h is h's
+				i = found[j]
+			}
+		}
+		if i < 0 {
+			var ok bool
+			if i, ok = a.byHash.get(h); !ok {
+				i = a.alloc(h)
+			}
 		}
 		s := &a.slots[i]
-		if s.set.add(ep) {
-			s.refs = append(s.refs, blockRef{ep, 1})
+		switch {
+		case !s.set.add(ep):
+			s.ref(ep).n++
+		case s.ref0.n == 0:
+			s.ref0 = blockRef{ep, 1}
 			a.distinct[ep]++
-		} else {
-			for k := range s.refs {
-				if s.refs[k].ep == ep {
-					s.refs[k].n++
-					break
-				}
-			}
+		default:
+			s.more = append(s.more, blockRef{ep, 1})
+			a.distinct[ep]++
 		}
 		handles = append(handles, i)
 	}
@@ -71,18 +111,14 @@ func (a *ActiveBlocks) Add(hashes []uint64, ep int32, handles []int32) []int32 {
 func (a *ActiveBlocks) Release(handles []int32, ep int32) {
 	for _, i := range handles {
 		s := &a.slots[i]
-		for k := range s.refs {
-			if s.refs[k].ep != ep {
-				continue
-			}
-			if s.refs[k].n--; s.refs[k].n == 0 {
-				s.refs = append(s.refs[:k], s.refs[k+1:]...)
-				s.set.remove(ep)
-				a.distinct[ep]--
-			}
-			break
+		r := s.ref(ep)
+		if r.n--; r.n > 0 {
+			continue
 		}
-		if len(s.refs) == 0 {
+		s.drop(r)
+		s.set.remove(ep)
+		a.distinct[ep]--
+		if s.ref0.n == 0 {
 			a.release(i)
 		}
 	}
@@ -91,19 +127,22 @@ func (a *ActiveBlocks) Release(handles []int32, ep int32) {
 // Shared sets out[ep] to how many of hashes endpoint ep holds active, walking hashes in order
 // and stopping at the first block no endpoint holds (a request holds its whole chain, so no
 // later block of the chain can be held). Endpoints at or beyond len(out) are not reported.
-func (a *ActiveBlocks) Shared(hashes []uint64, out []int) {
+// It appends to found the slot of each block walked, for Add.
+func (a *ActiveBlocks) Shared(hashes []uint64, out []int, found []int32) []int32 {
 	clear(out)
 	words := wordsFor(len(out))
 	for _, h := range hashes {
 		i, ok := a.byHash.get(h)
 		if !ok {
-			return
+			return found
 		}
+		found = append(found, i)
 		s := &a.slots[i]
 		for w := range min(words, s.set.words()) {
 			addEach(out, w, s.set.word(w)&lowMask(w, len(out)), 1)
 		}
 	}
+	return found
 }
 
 // alloc returns a slot for a new block h, reusing freed slots and their allocations.
@@ -126,7 +165,7 @@ func (a *ActiveBlocks) release(i int32) {
 	s := &a.slots[i]
 	a.byHash.del(s.hash)
 	s.set.reset()
-	s.refs = s.refs[:0]
+	s.more = s.more[:0]
 	s.next = a.free
 	a.free = i
 }
