@@ -10,7 +10,9 @@ package prefix
 // block (its slot, which cannot be freed while the request holds it), so Release costs no
 // lookup, and takes the slots Shared found for the same hashes, so the blocks a decision has
 // just looked up are not looked up again. The first endpoint holding a block keeps its count
-// in the slot itself. An ActiveBlocks is not safe for concurrent use.
+// in the slot itself. Each slot remembers the slot of the block that followed it when last
+// added or walked, which Shared tries before the table (see Holders). An ActiveBlocks is not
+// safe for concurrent use, Shared included.
 type ActiveBlocks struct {
 	byHash   table // block hash -> slot
 	slots    []activeSlot
@@ -24,6 +26,7 @@ type activeSlot struct {
 	ref0 blockRef   // one holding endpoint and its requests holding the block; n == 0: none
 	more []blockRef // the other holding endpoints
 	next int32
+	succ int32 // a guess at the slot of the block that follows this one
 }
 
 type blockRef struct{ ep, n int32 }
@@ -78,19 +81,22 @@ func (a *ActiveBlocks) Add(hashes []uint64, ep int32, found, handles []int32) []
 	for len(a.distinct) <= int(ep) {
 		a.distinct = append(a.distinct, 0)
 	}
+	prev := none
 	for j, h := range hashes {
-		i := int32(-1)
-		if j < len(found) {
-			if s := &a.slots[found[j]]; s.hash == h && s.ref0.n > 0 { // a live slot of h is h's
-				i = found[j]
-			}
+		i := none
+		if j < len(found) && a.live(found[j], h) {
+			i = found[j]
 		}
-		if i < 0 {
+		if i == none {
 			var ok bool
 			if i, ok = a.byHash.get(h); !ok {
 				i = a.alloc(h)
 			}
 		}
+		if prev != none {
+			a.slots[prev].succ = i
+		}
+		prev = i
 		s := &a.slots[i]
 		switch {
 		case !s.set.add(ep):
@@ -131,11 +137,21 @@ func (a *ActiveBlocks) Release(handles []int32, ep int32) {
 func (a *ActiveBlocks) Shared(hashes []uint64, out []int, found []int32) []int32 {
 	clear(out)
 	words := wordsFor(len(out))
+	prev := none
 	for _, h := range hashes {
-		i, ok := a.byHash.get(h)
-		if !ok {
-			return found
+		i := none
+		if prev != none && a.live(a.slots[prev].succ, h) {
+			i = a.slots[prev].succ
+		} else {
+			var ok bool
+			if i, ok = a.byHash.get(h); !ok {
+				return found
+			}
+			if prev != none {
+				a.slots[prev].succ = i
+			}
 		}
+		prev = i
 		found = append(found, i)
 		s := &a.slots[i]
 		for w := range min(words, s.set.words()) {
@@ -143,6 +159,13 @@ func (a *ActiveBlocks) Shared(hashes []uint64, out []int, found []int32) []int32
 		}
 	}
 	return found
+}
+
+// live reports whether slot i holds block h: a live slot of h is h's (the table maps a hash
+// to one slot), while a freed slot keeps the hash it had.
+func (a *ActiveBlocks) live(i int32, h uint64) bool {
+	s := &a.slots[i]
+	return s.hash == h && s.ref0.n > 0
 }
 
 // alloc returns a slot for a new block h, reusing freed slots and their allocations.

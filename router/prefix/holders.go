@@ -19,12 +19,16 @@ type Holder struct {
 //
 // Blocks live in a slab addressed through an open-addressing table, each with its entries
 // and the set of endpoints that have any, so LeadingRun costs one probe and a few bitset
-// words per block. A Holders is not safe for concurrent use.
+// words per block. Each slot also remembers the slot of the block that followed it when last
+// stored or walked (an engine stores a prompt's blocks in order): LeadingRun tries that slot
+// first and, when it holds the next hash, skips the table probe, the walk's cache miss. A
+// Holders is not safe for concurrent use, LeadingRun included (it updates those hints).
 type Holders struct {
 	perKey int
 	byHash table // block hash -> slot
 	slots  []holderSlot
-	free   int32 // first free slot, chained through next
+	free   int32   // first free slot, chained through next
+	last   []int32 // per endpoint, 1 + the slot it last stored a block in (0: none)
 }
 
 type holderSlot struct {
@@ -32,6 +36,7 @@ type holderSlot struct {
 	set     epSet    // endpoints with at least one entry
 	entries []Holder // least recently stored first; empty for a free slot
 	next    int32
+	succ    int32 // a guess at the slot of the block that follows this one
 }
 
 // NewHolders returns an empty index keeping at most perKey entries per block, the least
@@ -53,6 +58,7 @@ func (x *Holders) Store(h uint64, e Holder) {
 	if !ok {
 		i = x.alloc(h)
 	}
+	x.follows(e.Endpoint, i)
 	s := &x.slots[i]
 	if k := slices.Index(s.entries, e); k >= 0 {
 		s.entries = append(s.entries[:k], s.entries[k+1:]...)
@@ -103,15 +109,46 @@ func (x *Holders) RemoveEndpoint(ep int32) {
 // entry for without a gap (the prefix its engine can reuse). Endpoints at or beyond len(out)
 // are not reported. The walk stops at the first block no endpoint still in the run holds.
 func (x *Holders) LeadingRun(hashes []uint64, out []int) {
-	leadingRun(hashes, nil, out, x.setOf)
+	prev := none
+	leadingRun(hashes, nil, out, func(h uint64) *epSet {
+		i := x.next(prev, h)
+		if i == none {
+			return nil
+		}
+		prev = i
+		return &x.slots[i].set
+	})
 }
 
-// setOf returns the endpoints with an entry for block h, or nil for an unknown block.
-func (x *Holders) setOf(h uint64) *epSet {
-	if i, ok := x.byHash.get(h); ok {
-		return &x.slots[i].set
+// next returns the slot of block h, which follows the block in slot prev (none: h is the
+// first block walked), or none for an unknown block. It tries prev's successor guess before
+// the table, and corrects the guess.
+func (x *Holders) next(prev int32, h uint64) int32 {
+	if prev != none {
+		if g := x.slots[prev].succ; x.slots[g].hash == h && len(x.slots[g].entries) > 0 { // a live slot of h is h's
+			return g
+		}
 	}
-	return nil
+	i, ok := x.byHash.get(h)
+	if !ok {
+		return none
+	}
+	if prev != none {
+		x.slots[prev].succ = i
+	}
+	return i
+}
+
+// follows records that endpoint ep stored a block in slot i, after the one it stored before:
+// the guess at that block's successor.
+func (x *Holders) follows(ep, i int32) {
+	for len(x.last) <= int(ep) {
+		x.last = append(x.last, 0)
+	}
+	if p := x.last[ep] - 1; p >= 0 && p != i && int(p) < len(x.slots) {
+		x.slots[p].succ = i
+	}
+	x.last[ep] = i + 1
 }
 
 // unmark takes ep out of s's endpoint set unless another of its entries remains.

@@ -123,3 +123,21 @@ func TestHoldersPerKeyDropsLeastRecent(t *testing.T) {
 		t.Fatalf("Len = %d after removing every entry, want 0", x.Len())
 	}
 }
+
+// TestHoldersStaleSuccessorGuess pins the check on a successor guess: a freed slot keeps its
+// hash, so a walk guessing it must see that it is free and find the block's new slot.
+func TestHoldersStaleSuccessorGuess(t *testing.T) {
+	x := NewHolders(0)
+	a, b, c := uint64(11), uint64(12), uint64(13)
+	e := Holder{Endpoint: 0}
+	for _, h := range []uint64{a, b, c} { // slots 0, 1, 2; a's successor guess is b's slot
+		x.Store(h, e)
+	}
+	x.Remove(b, e) // slot 1 freed, still holding b's hash
+	x.Remove(c, e) // slot 2 freed, on top of the free list
+	x.Store(b, e)  // b now in slot 2
+	run := make([]int, 1)
+	if x.LeadingRun([]uint64{a, b}, run); run[0] != 2 {
+		t.Fatalf("run = %v, want [2]: the walk took b's freed slot for b", run)
+	}
+}
