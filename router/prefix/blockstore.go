@@ -75,8 +75,9 @@ func (s *BlockStore) Add(hashes []uint64, endpoint int32, now time.Time) {
 		return
 	}
 	t := s.stamp(now)
+	guess := none
 	for _, h := range hashes {
-		s.put(h, endpoint, t)
+		guess = s.put(h, endpoint, t, guess)
 	}
 }
 
@@ -90,9 +91,32 @@ func (s *BlockStore) Add(hashes []uint64, endpoint int32, now time.Time) {
 // selects all. Endpoints at or beyond len(out) are neither candidates nor
 // reported. Match neither allocates nor refreshes recency; it costs one
 // bitset word per 64 endpoints per block walked.
+//
+// A prompt added before as a whole lies in the LRU in order, each block just more recent than
+// the one before it, so Match tries that neighbour before the table (see put).
 func (s *BlockStore) Match(hashes []uint64, candidate []bool, out []int) {
-	leadingRun(hashes, candidate, out, s.holdersOf)
+	prev := none
+	leadingRun(hashes, candidate, out, func(h uint64) *epSet {
+		i := none
+		if prev != none {
+			if g := s.entries[prev].prev; g != none && s.holds(g, h) {
+				i = g
+			}
+		}
+		if i == none {
+			var ok bool
+			if i, ok = s.byHash.get(h); !ok {
+				return nil
+			}
+		}
+		prev = i
+		return &s.entries[i].holders
+	})
 }
+
+// holds reports whether slot i, a live entry, holds block h: a live entry of h is h's (the
+// table maps a hash to one slot). The guesses it checks are LRU neighbours, which are live.
+func (s *BlockStore) holds(i int32, h uint64) bool { return s.entries[i].hash == h }
 
 // holdersOf returns block h's holders, or nil for an unknown block.
 func (s *BlockStore) holdersOf(h uint64) *epSet {
@@ -149,17 +173,24 @@ func (s *BlockStore) stamp(now time.Time) int64 {
 	return int64(now.Sub(s.epoch))
 }
 
-// put is Add for one hash.
-func (s *BlockStore) put(h uint64, ep int32, t int64) {
-	if i, ok := s.byHash.get(h); ok {
+// put is Add for one hash; guess is a slot that may hold h (none: no guess). It returns a
+// guess at the next block's slot: the entry just more recent than h's before h moved, where
+// the next block of a prompt added before as a whole lies.
+func (s *BlockStore) put(h uint64, ep int32, t int64, guess int32) int32 {
+	i, ok := guess, guess != none && s.holds(guess, h)
+	if !ok {
+		i, ok = s.byHash.get(h)
+	}
+	if ok {
 		e := &s.entries[i]
+		next := e.prev
 		e.last = t
 		e.holders.add(ep)
 		s.unlink(i)
 		s.pushFront(i)
-		return
+		return next
 	}
-	i := s.alloc()
+	i = s.alloc()
 	e := &s.entries[i]
 	e.hash, e.last = h, t
 	e.holders.reset()
@@ -169,6 +200,7 @@ func (s *BlockStore) put(h uint64, ep int32, t int64) {
 	for s.byHash.len() > s.capacity {
 		s.remove(s.tail)
 	}
+	return none
 }
 
 // alloc returns a free slot, reusing freed ones (and their allocations).
