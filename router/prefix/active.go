@@ -20,13 +20,13 @@ type ActiveBlocks struct {
 	distinct []int // per endpoint
 }
 
-type activeSlot struct {
+type activeSlot struct { // what the walks read (hash, succ, ref0, set.lo) comes first
 	hash uint64
-	set  epSet      // endpoints holding the block active
-	ref0 blockRef   // one holding endpoint and its requests holding the block; n == 0: none
-	more []blockRef // the other holding endpoints
-	next int32
 	succ int32 // a guess at the slot of the block that follows this one
+	next int32
+	ref0 blockRef   // one holding endpoint and its requests holding the block; n == 0: none
+	set  epSet      // endpoints holding the block active
+	more []blockRef // the other holding endpoints
 }
 
 type blockRef struct{ ep, n int32 }

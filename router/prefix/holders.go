@@ -31,12 +31,12 @@ type Holders struct {
 	last   []int32 // per endpoint, 1 + the slot it last stored a block in (0: none)
 }
 
-type holderSlot struct {
+type holderSlot struct { // what a walk reads (hash, succ, set.lo) comes first, in one cache line
 	hash    uint64
-	set     epSet    // endpoints with at least one entry
-	entries []Holder // least recently stored first; empty for a free slot
-	next    int32
 	succ    int32 // a guess at the slot of the block that follows this one
+	next    int32
+	set     epSet    // endpoints with at least one entry; empty for a free slot
+	entries []Holder // least recently stored first; empty for a free slot
 }
 
 // NewHolders returns an empty index keeping at most perKey entries per block, the least
@@ -125,7 +125,7 @@ func (x *Holders) LeadingRun(hashes []uint64, out []int) {
 // the table, and corrects the guess.
 func (x *Holders) next(prev int32, h uint64) int32 {
 	if prev != none {
-		if g := x.slots[prev].succ; x.slots[g].hash == h && len(x.slots[g].entries) > 0 { // a live slot of h is h's
+		if g := x.slots[prev].succ; x.slots[g].hash == h && !x.slots[g].set.empty() { // a live slot of h is h's
 			return g
 		}
 	}
