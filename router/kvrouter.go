@@ -87,6 +87,7 @@ type KVRouter struct {
 	}
 	cand   []int
 	candID []int32 // interned ids of cand
+	pos    posIDs
 	cost   []float64
 	prob   []float64
 }
@@ -144,7 +145,7 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
 	p.candID = p.candID[:0]
 	for _, i := range cand {
-		p.candID = append(p.candID, p.ids.id(s.Endpoints[i].ID))
+		p.candID = append(p.candID, p.pos.id(&p.ids, i, s.Endpoints[i].ID))
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	p.last.req, p.last.id = req, req.ID

@@ -94,7 +94,9 @@ type PreciseScorer struct {
 		req *Request
 		id  string
 	}
-	run []int // per endpoint id: consecutive leading blocks held
+	run    []int   // per endpoint id: consecutive leading blocks held
+	candID []int32 // interned ids of the candidates scored
+	pos    posIDs
 
 	specTTL time.Duration // 0: no speculative entries
 	spec    []specBatch   // speculative entries not yet expired, oldest first
@@ -138,12 +140,14 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 	if len(p.hashes) == 0 {
 		return
 	}
+	p.candID = p.candID[:0]
+	for _, i := range cand { // a new endpoint gets an id without entries: a run of 0
+		p.candID = append(p.candID, p.pos.id(&p.ids, i, s.Endpoints[i].ID))
+	}
 	p.run = resize(p.run, p.ids.size())
 	p.kv.leadingRun(p.hashes, p.run)
-	for k, i := range cand {
-		if id, ok := p.ids.lookup(s.Endpoints[i].ID); ok {
-			out[k] = float64(p.run[id]) / float64(len(p.hashes))
-		}
+	for k, id := range p.candID {
+		out[k] = float64(p.run[id]) / float64(len(p.hashes))
 	}
 }
 

@@ -92,6 +92,7 @@ type PredictedTTFT struct {
 	fresh  []int
 	cand   []int
 	candID []int32 // interned ids of cand
+	pos    posIDs
 	pred   []float64
 	last   struct { // the last Pick's request and each endpoint id's uncached tokens and extra
 		req    *Request
@@ -202,7 +203,7 @@ func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached in
 func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	p.candID = p.candID[:0]
 	for _, i := range cand {
-		p.candID = append(p.candID, p.endpoint(&s.Endpoints[i]))
+		p.candID = append(p.candID, p.endpoint(&s.Endpoints[i], p.pos.id(&p.ids, i, s.Endpoints[i].ID)))
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	n := p.ids.size()
@@ -244,9 +245,9 @@ func (p *PredictedTTFT) sweep(now time.Time) {
 	}
 }
 
-// endpoint interns e, sizing its routing-history index to its KV capacity when known.
-func (p *PredictedTTFT) endpoint(e *EndpointState) int32 {
-	id := p.ids.id(e.ID)
+// endpoint makes room for e, interned as id, sizing its routing-history index to its KV
+// capacity when known, and returns id.
+func (p *PredictedTTFT) endpoint(e *EndpointState, id int32) int32 {
 	for len(p.eps) <= int(id) {
 		p.eps = append(p.eps, ttftEp{})
 	}
@@ -263,7 +264,7 @@ func (p *PredictedTTFT) endpoint(e *EndpointState) int32 {
 func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	id := p.endpoint(&EndpointState{ID: endpoint})
+	id := p.endpoint(&EndpointState{ID: endpoint}, p.ids.id(endpoint))
 	tokens, extra := isl(req), time.Duration(0) // not picked by this policy: the whole prompt
 	picked := p.last.req == req && p.last.id == req.ID
 	if picked && int(id) < len(p.last.tokens) {
@@ -345,7 +346,7 @@ func (p *PredictedTTFT) Removed(endpoint string) {
 func (p *PredictedTTFT) BlockStored(endpoint string, hash uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	id := p.endpoint(&EndpointState{ID: endpoint})
+	id := p.endpoint(&EndpointState{ID: endpoint}, p.ids.id(endpoint))
 	p.eps[id].events = true
 	p.kv.stored(id, hash)
 }
