@@ -16,9 +16,11 @@ func leadingRun(hashes []uint64, candidate []bool, out []int, setOf func(uint64)
 		return
 	}
 	var alive [maxStackWords]uint64 // survivors, as a bitset
+	var live uint32                  // bit w: alive[w] has a survivor
 	for ep := range out {
 		if allowedAt(candidate, int32(ep)) {
 			alive[ep>>6] |= 1 << (ep & 63)
+			live |= 1 << (ep >> 6)
 		}
 	}
 	matched := 0
@@ -27,19 +29,22 @@ func leadingRun(hashes []uint64, candidate []bool, out []int, setOf func(uint64)
 		if set == nil {
 			break
 		}
-		var left uint64
-		for w := range words {
+		for m := live; m != 0; m &= m - 1 { // only the words with survivors
+			w := bits.TrailingZeros32(m)
 			keep := alive[w] & set.word(w)
 			setEach(out, w, alive[w]&^keep, i) // dropped out after i blocks
 			alive[w] = keep
-			left |= keep
+			if keep == 0 {
+				live &^= 1 << w
+			}
 		}
-		if left == 0 {
+		if live == 0 {
 			return
 		}
 		matched = i + 1
 	}
-	for w := range words {
+	for m := live; m != 0; m &= m - 1 {
+		w := bits.TrailingZeros32(m)
 		setEach(out, w, alive[w], matched)
 	}
 }
