@@ -16,7 +16,7 @@ func leadingRun(hashes []uint64, candidate []bool, out []int, setOf func(uint64)
 		return
 	}
 	var alive [maxStackWords]uint64 // survivors, as a bitset
-	var live uint32                  // bit w: alive[w] has a survivor
+	var live uint32                 // bit w: alive[w] has a survivor
 	for ep := range out {
 		if allowedAt(candidate, int32(ep)) {
 			alive[ep>>6] |= 1 << (ep & 63)
