@@ -16,8 +16,9 @@ package prefix
 type ActiveBlocks struct {
 	byHash   table // block hash -> slot
 	slots    []activeSlot
-	free     int32 // first free slot, chained through next
-	distinct []int // per endpoint
+	free     int32        // first free slot, chained through next
+	distinct []int        // per endpoint
+	spare    [][]blockRef // freed slots' lists of further holders, for reuse
 }
 
 type activeSlot struct { // what the walks read (hash, succ, ref0, set.lo) comes first
@@ -105,6 +106,9 @@ func (a *ActiveBlocks) Add(hashes []uint64, ep int32, found, handles []int32) []
 			s.ref0 = blockRef{ep, 1}
 			a.distinct[ep]++
 		default:
+			if cap(s.more) == 0 && len(a.spare) > 0 { // a freed slot's list, rather than a new one
+				s.more, a.spare = a.spare[len(a.spare)-1], a.spare[:len(a.spare)-1]
+			}
 			s.more = append(s.more, blockRef{ep, 1})
 			a.distinct[ep]++
 		}
@@ -188,7 +192,10 @@ func (a *ActiveBlocks) release(i int32) {
 	s := &a.slots[i]
 	a.byHash.del(s.hash)
 	s.set.reset()
-	s.more = s.more[:0]
+	if cap(s.more) > 0 { // kept for any block's second holder, not only this slot's next block
+		a.spare = append(a.spare, s.more[:0])
+		s.more = nil
+	}
 	s.next = a.free
 	a.free = i
 }
