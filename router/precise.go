@@ -23,8 +23,9 @@ type PrecisePrefixConfig struct {
 	KVCacheWeight float64 `json:"kv_cache_weight"`
 	QueueWeight   float64 `json:"queue_weight"`
 	// SpeculativeIndexing also counts, for SpeculativeTTL after each decision, the request's
-	// blocks as held by the chosen endpoint, covering the gap until its KV events arrive
-	// (llm-d's speculativeIndexing: off by default, TTL 2 s).
+	// blocks as held by the chosen endpoint (speculative entries in the index, one of each
+	// key's 10 places), covering the gap until its KV events arrive (llm-d's
+	// speculativeIndexing: off by default, TTL 2 s).
 	SpeculativeIndexing bool     `json:"speculative_indexing"`
 	SpeculativeTTL      Duration `json:"speculative_ttl"`
 }
