@@ -198,11 +198,12 @@ func (p *PreciseScorer) AllBlocksCleared(endpoint string) {
 // from now, when enabled; otherwise the view comes from KV events alone.
 func (p *PreciseScorer) Routed(req *Request, endpoint string, now time.Time) {
 	if p.specTTL == 0 {
+		p.last.req = nil // the next decision hashes its request afresh
 		return
 	}
 	p.expire(now)
 	p.hash(req)
-	p.last.req = nil // events may change the index before the next decision
+	p.last.req = nil
 	if len(p.hashes) == 0 {
 		return // PreRequest adds nothing and sets no cache item for a request without keys
 	}
