@@ -31,6 +31,12 @@ func newActiveSeqs() activeSeqs {
 	return activeSeqs{reqs: map[string]activeReq{}, blocks: prefix.NewActiveBlocks()}
 }
 
+// newActiveSeqsIn returns an account whose blocks share the KV-event index kv's slab, so a
+// prompt's blocks, cached and active, are indexed once.
+func newActiveSeqsIn(kv kvHolders) activeSeqs {
+	return activeSeqs{reqs: map[string]activeReq{}, blocks: prefix.NewActiveBlocksIn(kv.x)}
+}
+
 func (a *activeSeqs) at(id int32) activeEp {
 	if int(id) < len(a.eps) {
 		return a.eps[id]

@@ -104,7 +104,8 @@ func NewKVRouter(cfg KVRouterConfig, rng *rand.Rand) (*KVRouter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: kv-router: %w", err)
 	}
-	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(0), act: newActiveSeqs()}, nil
+	kv := newKVHolders(0)
+	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: kv, act: newActiveSeqsIn(kv)}, nil
 }
 
 // Name returns "kv-router".

@@ -37,6 +37,7 @@ type holderSlot struct { // what a walk reads (hash, succ, set.lo) comes first, 
 	next    int32
 	set     epSet    // endpoints with at least one entry; empty for a free slot
 	entries []Holder // least recently stored first; empty for a free slot
+	active  bool     // an ActiveBlocks sharing the slab holds the block active: kept without entries
 }
 
 // NewHolders returns an empty index keeping at most perKey entries per block, the least
@@ -45,7 +46,8 @@ func NewHolders(perKey int) *Holders {
 	return &Holders{perKey: max(perKey, 0), free: none}
 }
 
-// Len returns the number of blocks with at least one entry.
+// Len returns the number of blocks with at least one entry (or held active by an ActiveBlocks
+// sharing the index).
 func (x *Holders) Len() int { return x.byHash.len() }
 
 // Store records e as block h's most recently stored entry (moving it there if present);
@@ -85,7 +87,7 @@ func (x *Holders) Remove(h uint64, e Holder) {
 	}
 	s.entries = append(s.entries[:k], s.entries[k+1:]...)
 	x.unmark(s, e.Endpoint)
-	if len(s.entries) == 0 {
+	if len(s.entries) == 0 && !s.active {
 		x.release(i)
 	}
 }
@@ -99,7 +101,7 @@ func (x *Holders) RemoveEndpoint(ep int32) {
 		}
 		s.entries = slices.DeleteFunc(s.entries, func(e Holder) bool { return e.Endpoint == ep })
 		s.set.remove(ep)
-		if len(s.entries) == 0 {
+		if len(s.entries) == 0 && !s.active {
 			x.release(int32(i))
 		}
 	}
@@ -176,7 +178,21 @@ func (x *Holders) alloc(h uint64) int32 {
 	return i
 }
 
-// release frees slot i, whose block has no entry left.
+// indexed reports whether slot i is block h's: in use (with entries, or active) and holding h.
+func (x *Holders) indexed(i int32, h uint64) bool {
+	s := &x.slots[i]
+	return s.hash == h && (len(s.entries) > 0 || s.active)
+}
+
+// slotFor returns block h's slot, allocating one without entries when h is new.
+func (x *Holders) slotFor(h uint64) int32 {
+	if i, ok := x.byHash.get(h); ok {
+		return i
+	}
+	return x.alloc(h)
+}
+
+// release frees slot i, whose block has no entry left and is not held active.
 func (x *Holders) release(i int32) {
 	s := &x.slots[i]
 	x.byHash.del(s.hash)
