@@ -80,13 +80,16 @@ type KVRouter struct {
 	hashes []uint64
 	run    []int
 	shared []int
+	found  []int32  // the active-block slots the last Pick's walk found, for Routed
 	last   struct { // the request p.hashes and p.run were computed for
 		req *Request
 		id  string
 	}
-	cand []int
-	cost []float64
-	prob []float64
+	cand   []int
+	candID []int32 // interned ids of cand
+	pos    posIDs
+	cost   []float64
+	prob   []float64
 }
 
 var (
@@ -101,7 +104,8 @@ func NewKVRouter(cfg KVRouterConfig, rng *rand.Rand) (*KVRouter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: kv-router: %w", err)
 	}
-	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(0), act: newActiveSeqs()}, nil
+	kv := newKVHolders(0)
+	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: kv, act: newActiveSeqsIn(kv)}, nil
 }
 
 // Name returns "kv-router".
@@ -125,11 +129,10 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 	p.cost = resize(p.cost, len(p.cand))
 	bs := float64(p.cfg.BlockSize)
 	n := isl(req)
-	for k, i := range p.cand {
-		id := p.ids.id(s.Endpoints[i].ID)
+	for k, id := range p.candID {
 		raw := float64(p.act.prefill(id)+int64(n)) / bs
 		adjusted := max(0, raw-p.cfg.OverlapScoreCredit*float64(p.run[id]))
-		decode := float64(p.act.blocks(id) + len(p.hashes) - p.shared[id])
+		decode := float64(p.act.blockCount(id) + len(p.hashes) - p.shared[id])
 		p.cost[k] = p.cfg.PrefillLoadScale*adjusted + decode
 	}
 	if p.cfg.Temperature == 0 {
@@ -138,18 +141,19 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 	return Decision{Index: p.cand[p.softmax()], Reason: ReasonKVCost}, nil
 }
 
-// prepare hashes the request's full blocks and fills p.run (cached leading blocks) and
-// p.shared (request blocks already active) per endpoint id.
+// prepare interns the candidates into p.candID, hashes the request's full blocks and fills
+// p.run (cached leading blocks) and p.shared (request blocks already active) per endpoint id.
 func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
+	p.candID = p.candID[:0]
 	for _, i := range cand {
-		p.ids.id(s.Endpoints[i].ID)
+		p.candID = append(p.candID, p.pos.id(&p.ids, i, s.Endpoints[i].ID))
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	p.last.req, p.last.id = req, req.ID
 	n := p.ids.size()
 	p.run, p.shared = resize(p.run, n), resize(p.shared, n)
 	p.kv.leadingRun(p.hashes, p.run)
-	p.act.sharedBlocks(p.hashes, p.shared)
+	p.found = p.act.sharedBlocks(p.hashes, p.shared, p.found[:0])
 }
 
 // softmax samples a candidate position from p.cost as Dynamo's softmax_sample_index does.
@@ -188,10 +192,11 @@ func (p *KVRouter) Routed(req *Request, endpoint string, _ time.Time) {
 		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 		p.run = resize(p.run, p.ids.size())
 		p.kv.leadingRun(p.hashes, p.run)
+		p.found = p.found[:0]
 	}
 	p.last.req = nil // events may change the cache before the next decision
 	n := isl(req)
-	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.cfg.BlockSize, n)), p.hashes)
+	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.cfg.BlockSize, n)), p.hashes, p.found)
 }
 
 // FirstToken releases the request's prefill tokens.

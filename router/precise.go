@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"slices"
 	"time"
 
 	"kvroute/router/prefix"
@@ -24,8 +23,9 @@ type PrecisePrefixConfig struct {
 	KVCacheWeight float64 `json:"kv_cache_weight"`
 	QueueWeight   float64 `json:"queue_weight"`
 	// SpeculativeIndexing also counts, for SpeculativeTTL after each decision, the request's
-	// blocks as held by the chosen endpoint, covering the gap until its KV events arrive
-	// (llm-d's speculativeIndexing: off by default, TTL 2 s).
+	// blocks as held by the chosen endpoint (speculative entries in the index, one of each
+	// key's 10 places), covering the gap until its KV events arrive (llm-d's
+	// speculativeIndexing: off by default, TTL 2 s).
 	SpeculativeIndexing bool     `json:"speculative_indexing"`
 	SpeculativeTTL      Duration `json:"speculative_ttl"`
 }
@@ -70,30 +70,50 @@ func NewPrecisePrefix(cfg PrecisePrefixConfig, rng *rand.Rand) (*Pipeline, error
 }
 
 // PreciseScorer scores the fraction of a request's full blocks that an endpoint holds as a
-// consecutive run from the first block, per the endpoints' KV events. As llm-d-kv-cache's
-// in-memory index (v0.8.1 pkg/kvcache/kvblock/in_memory.go 36, 197) it keeps at most
-// podsPerKey endpoints per block, least recently stored first out. Block hashes are salted with
-// the model and, for a LoRA request, the adapter name (llm-d-kv-cache #243). Speculative
-// entries live SpeculativeTTL: llm-d-router v0.10.0 keeps them in a ttlcache
-// (dataproducer/preciseprefixcache/prerequest.go buildSpeculativeCache), whose cleanup timer
-// fires at the earliest expiry. Not safe for concurrent use on its own: a Pipeline serializes it.
+// consecutive run from the first block, per the endpoints' KV events. As llm-d's in-memory
+// index (llm-d/llm-d-router v0.10.0 pkg/kvcache/kvblock/in_memory.go 36, 157–226) it keeps
+// one LRU of at most podsPerKey entries per block key, least recently stored first out. Block
+// hashes are salted with the model and, for a LoRA request, the adapter name (llm-d-kv-cache
+// #243). Not safe for concurrent use on its own: a Pipeline serializes it.
+//
+// Speculative entries follow llm-d-router v0.10.0
+// pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache/prerequest.go:
+// PreRequest (114–200) adds the request's keys for the chosen pod to the same index as a
+// PodEntry with Speculative set (157–166), a separate entry from the pod's confirmed one that
+// takes one of the key's podsPerKey places, and records them in a ttlcache under the request
+// ID; when that item expires the eviction callback (91–106) removes the speculative entry from
+// each of those keys, whichever request last added it. jellydator/ttlcache v3.4.1 (the version
+// llm-d-router v0.10.0's go.mod pins) runs its cleanup timer to the earliest expiry in its
+// queue (cache.go Start 665–711, updateExpirations 95–135), so each request's entries go
+// SpeculativeTTL after it was routed, not TTL–2×TTL.
 type PreciseScorer struct {
 	blockSize int
 	ids       interner
-	kv        kvHolders // block hash → endpoints caching it, podsPerKey at most
+	kv        kvHolders // block key → entries, podsPerKey at most
 	hashes    []uint64
-	run       []int // per endpoint id: consecutive leading blocks held
+	last      struct { // the request p.hashes were computed for
+		req *Request
+		id  string
+	}
+	run    []int   // per endpoint id: consecutive leading blocks held
+	candID []int32 // interned ids of the candidates scored
+	pos    posIDs
 
 	specTTL time.Duration // 0: no speculative entries
-	spec    map[uint64][]specEntry
-	swept   time.Time
+	spec    []specBatch   // speculative entries not yet expired, oldest first
+	specAt  int           // spec[:specAt] have expired
+	free    [][]uint64    // expired batches' key slices, for reuse
 }
 
-// specEntry is a speculative holder of a block: the endpoint a request was just routed to.
-type specEntry struct {
-	ep    int32
-	until time.Time
+// specBatch is one routed request's speculative entries: the ttlcache item of PreRequest.
+type specBatch struct {
+	ep     int32
+	until  time.Time
+	hashes []uint64
 }
+
+// speculative tags an endpoint's speculative entries in the index (confirmed ones are 0).
+const speculative = 1
 
 var (
 	_ Scorer          = (*PreciseScorer)(nil)
@@ -108,7 +128,7 @@ func NewPreciseScorer(blockSize int) *PreciseScorer {
 func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
 	p := NewPreciseScorer(cfg.BlockSize)
 	if cfg.SpeculativeIndexing {
-		p.specTTL, p.spec = cfg.SpeculativeTTL.D(), map[uint64][]specEntry{}
+		p.specTTL = cfg.SpeculativeTTL.D()
 	}
 	return p
 }
@@ -116,35 +136,29 @@ func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
 // Score writes each candidate's consecutive held blocks over the request's full blocks.
 func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float64) {
 	clear(out)
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], preciseSalt(req), req.Tokens, p.blockSize)
+	p.expire(s.Now)
+	p.hash(req)
 	if len(p.hashes) == 0 {
 		return
 	}
+	p.candID = p.candID[:0]
+	for _, i := range cand { // a new endpoint gets an id without entries: a run of 0
+		p.candID = append(p.candID, p.pos.id(&p.ids, i, s.Endpoints[i].ID))
+	}
 	p.run = resize(p.run, p.ids.size())
-	clear(p.run)
-	for i, h := range p.hashes {
-		alive := false
-		for _, ep := range p.kv.holders[h] {
-			if p.run[ep] == i { // held every block so far
-				p.run[ep]++
-				alive = true
-			}
-		}
-		for _, e := range p.spec[h] {
-			if p.run[e.ep] == i && s.Now.Before(e.until) {
-				p.run[e.ep]++
-				alive = true
-			}
-		}
-		if !alive {
-			break
-		}
+	p.kv.leadingRun(p.hashes, p.run)
+	for k, id := range p.candID {
+		out[k] = float64(p.run[id]) / float64(len(p.hashes))
 	}
-	for k, i := range cand {
-		if id, ok := p.ids.lookup(s.Endpoints[i].ID); ok {
-			out[k] = float64(p.run[id]) / float64(len(p.hashes))
-		}
+}
+
+// hash sets p.hashes to req's block keys, unless they are already req's.
+func (p *PreciseScorer) hash(req *Request) {
+	if p.last.req == req && p.last.id == req.ID {
+		return
 	}
+	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], preciseSalt(req), req.Tokens, p.blockSize)
+	p.last.req, p.last.id = req, req.ID
 }
 
 // podsPerKey is llm-d-kv-cache's defaultPodsPerKey: the endpoints kept per block key.
@@ -158,68 +172,73 @@ func preciseSalt(req *Request) uint64 {
 	return prefix.ModelSalt(req.Model + "\x00" + req.Adapter)
 }
 
-// BlockStored records that endpoint caches hash, as the block's most recent holder; the
-// least recent of more than podsPerKey holders is forgotten (the index's per-key LRU).
+// BlockStored records that endpoint caches hash, as the key's most recent entry; the least
+// recent of more than podsPerKey entries is forgotten (the index's per-key LRU).
 func (p *PreciseScorer) BlockStored(endpoint string, hash uint64) {
 	p.kv.stored(p.ids.id(endpoint), hash)
 }
 
-// BlockRemoved records that endpoint evicted hash.
+// BlockRemoved records that endpoint evicted hash: its confirmed entry goes, a speculative
+// one stays (llm-d evicts the event's PodEntry, whose Speculative flag is unset).
 func (p *PreciseScorer) BlockRemoved(endpoint string, hash uint64) {
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.kv.removed(id, hash)
 	}
 }
 
-// AllBlocksCleared forgets everything endpoint cached.
+// AllBlocksCleared forgets every entry of endpoint, speculative ones included (llm-d's
+// InMemoryIndex.Clear matches entries by pod identifier alone).
 func (p *PreciseScorer) AllBlocksCleared(endpoint string) {
-	id, ok := p.ids.lookup(endpoint)
-	if !ok {
-		return
-	}
-	p.kv.cleared(id)
-	for h, es := range p.spec {
-		es = slices.DeleteFunc(es, func(e specEntry) bool { return e.ep == id })
-		if len(es) == 0 {
-			delete(p.spec, h)
-		} else {
-			p.spec[h] = es
-		}
+	if id, ok := p.ids.lookup(endpoint); ok {
+		p.kv.cleared(id)
 	}
 }
 
-// Routed records speculative entries for the request's blocks on endpoint, when enabled;
-// otherwise the view comes from KV events alone.
+// Routed adds the request's keys on endpoint as speculative entries until SpeculativeTTL
+// from now, when enabled; otherwise the view comes from KV events alone.
 func (p *PreciseScorer) Routed(req *Request, endpoint string, now time.Time) {
-	if p.spec == nil {
+	if p.specTTL == 0 {
+		p.last.req = nil // the next decision hashes its request afresh
 		return
+	}
+	p.expire(now)
+	p.hash(req)
+	p.last.req = nil
+	if len(p.hashes) == 0 {
+		return // PreRequest adds nothing and sets no cache item for a request without keys
 	}
 	id := p.ids.id(endpoint)
-	until := now.Add(p.specTTL)
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], preciseSalt(req), req.Tokens, p.blockSize)
 	for _, h := range p.hashes {
-		p.spec[h] = append(p.spec[h], specEntry{id, until})
+		p.kv.x.Store(h, prefix.Holder{Endpoint: id, Tag: speculative})
 	}
-	if now.Sub(p.swept) >= p.specTTL {
-		p.sweep(now)
+	var keys []uint64
+	if n := len(p.free); n > 0 {
+		keys, p.free = p.free[n-1][:0], p.free[:n-1]
 	}
+	p.spec = append(p.spec, specBatch{id, now.Add(p.specTTL), append(keys, p.hashes...)})
 }
 
-// sweep drops expired speculative entries.
-func (p *PreciseScorer) sweep(now time.Time) {
-	p.swept = now
-	for h, es := range p.spec { // each hash once; the order does not matter
-		es = slices.DeleteFunc(es, func(e specEntry) bool { return !now.Before(e.until) })
-		if len(es) == 0 {
-			delete(p.spec, h)
-		} else {
-			p.spec[h] = es
+// expire removes the speculative entries of the requests routed SpeculativeTTL or more
+// before now, oldest first. The TTL is fixed, so batches expire in the order they were
+// added (for times given in order, as the simulator's and a proxy's clocks are).
+func (p *PreciseScorer) expire(now time.Time) {
+	for p.specAt < len(p.spec) && !now.Before(p.spec[p.specAt].until) {
+		b := &p.spec[p.specAt]
+		for _, h := range b.hashes {
+			p.kv.x.Remove(h, prefix.Holder{Endpoint: b.ep, Tag: speculative})
 		}
+		p.free = append(p.free, b.hashes)
+		*b = specBatch{}
+		p.specAt++
+	}
+	if p.specAt > len(p.spec)/2 { // drop the expired front, keeping the allocation
+		p.spec = p.spec[:copy(p.spec, p.spec[p.specAt:])]
+		p.specAt = 0
 	}
 }
 
 // Finished does nothing: the view comes from KV events (and speculative entries).
 func (p *PreciseScorer) Finished(*Request, string, Usage, time.Time) {}
 
-// Removed forgets the endpoint's cache.
+// Removed forgets the endpoint's entries.
 func (p *PreciseScorer) Removed(endpoint string) { p.AllBlocksCleared(endpoint) }

@@ -91,6 +91,8 @@ type PredictedTTFT struct {
 	hist   []int
 	fresh  []int
 	cand   []int
+	candID []int32 // interned ids of cand
+	pos    posIDs
 	pred   []float64
 	last   struct { // the last Pick's request and each endpoint id's uncached tokens and extra
 		req    *Request
@@ -161,8 +163,7 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 	p.last.extra = resize(p.last.extra, p.ids.size())
 	p.last.req, p.last.id = req, req.ID
 	for k, i := range p.cand {
-		e := &s.Endpoints[i]
-		id := p.ids.id(e.ID)
+		e, id := &s.Endpoints[i], p.candID[k]
 		cached := min(p.run[id]*p.cfg.BlockSize, n)
 		p.last.tokens[id] = n - cached
 		ttft, own, extra := p.predict(e, id, n-cached, cached, req.MaxOutputTokens, s.Now)
@@ -199,10 +200,12 @@ func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached, o
 	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)+q.extra+extra-now.Sub(q.busySince), own) + wait, own, extra
 }
 
-// cached fills p.run[id] with the leading blocks of the request each candidate caches.
+// cached interns the candidates into p.candID and fills p.run[id] with the leading blocks of
+// the request each candidate caches.
 func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
+	p.candID = p.candID[:0]
 	for _, i := range cand {
-		p.endpoint(&s.Endpoints[i])
+		p.candID = append(p.candID, p.endpoint(&s.Endpoints[i], p.pos.id(&p.ids, i, s.Endpoints[i].ID)))
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	n := p.ids.size()
@@ -214,8 +217,8 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	p.sweep(s.Now)
 	p.hist, p.fresh = resize(p.hist, n), resize(p.fresh, n)
 	withEvents, without := false, false
-	for _, i := range cand {
-		if p.eps[p.ids.id(s.Endpoints[i].ID)].events {
+	for _, id := range p.candID {
+		if p.eps[id].events {
 			withEvents = true
 		} else {
 			without = true
@@ -227,8 +230,7 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	if withEvents {
 		p.recent.Match(p.hashes, nil, p.fresh)
 	}
-	for _, i := range cand {
-		id := p.ids.id(s.Endpoints[i].ID)
+	for _, id := range p.candID {
 		if p.eps[id].events {
 			p.run[id] = max(p.run[id], p.fresh[id])
 		} else {
@@ -245,9 +247,9 @@ func (p *PredictedTTFT) sweep(now time.Time) {
 	}
 }
 
-// endpoint interns e, sizing its routing-history index to its KV capacity when known.
-func (p *PredictedTTFT) endpoint(e *EndpointState) int32 {
-	id := p.ids.id(e.ID)
+// endpoint makes room for e, interned as id, sizing its routing-history index to its KV
+// capacity when known, and returns id.
+func (p *PredictedTTFT) endpoint(e *EndpointState, id int32) int32 {
 	for len(p.eps) <= int(id) {
 		p.eps = append(p.eps, ttftEp{})
 	}
@@ -264,7 +266,7 @@ func (p *PredictedTTFT) endpoint(e *EndpointState) int32 {
 func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	id := p.endpoint(&EndpointState{ID: endpoint})
+	id := p.endpoint(&EndpointState{ID: endpoint}, p.ids.id(endpoint))
 	tokens, extra := isl(req), time.Duration(0) // not picked by this policy: the whole prompt
 	picked := p.last.req == req && p.last.id == req.ID
 	if picked && int(id) < len(p.last.tokens) {
@@ -346,7 +348,7 @@ func (p *PredictedTTFT) Removed(endpoint string) {
 func (p *PredictedTTFT) BlockStored(endpoint string, hash uint64) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	id := p.endpoint(&EndpointState{ID: endpoint})
+	id := p.endpoint(&EndpointState{ID: endpoint}, p.ids.id(endpoint))
 	p.eps[id].events = true
 	p.kv.stored(id, hash)
 }

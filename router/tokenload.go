@@ -168,7 +168,7 @@ func (t *TokenLoadScorer) Routed(req *Request, endpoint string, _ time.Time) {
 		n -= min(n, t.prefix.matchedTokens(req, endpoint))
 		t.prefix.add(req, endpoint)
 	}
-	t.load.add(req.ID, id, n, nil)
+	t.load.add(req.ID, id, n, nil, nil)
 }
 
 // FirstToken releases the request's tokens.

@@ -189,3 +189,66 @@ func BenchmarkTree(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAppendTokenBlockHashes measures hashing an 8k-token prompt into its 512 16-token
+// blocks: the floor of every KV-event policy's decision, which must hash the request.
+func BenchmarkAppendTokenBlockHashes(b *testing.B) {
+	r := rand.New(rand.NewPCG(1, 2))
+	toks := make([]int32, 8192)
+	for i := range toks {
+		toks[i] = int32(r.IntN(128000))
+	}
+	dst := make([]uint64, 0, len(toks)/16)
+	b.SetBytes(int64(4 * len(toks)))
+	b.ReportAllocs()
+	for b.Loop() {
+		dst = AppendTokenBlockHashes(dst[:0], 7, toks, 16)
+	}
+}
+
+// BenchmarkHolders measures the KV-event index at the decision benchmark's scale: 64
+// 8k-token prompts in 8 groups sharing three quarters of their 512 16-token blocks, each
+// stored on one of 64 endpoints; LeadingRun walks one prompt's 512 blocks.
+func BenchmarkHolders(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	prompts := make([][]uint64, 64)
+	var system []int32
+	for i := range prompts {
+		if i%8 == 0 {
+			system = make([]int32, 6144)
+			for k := range system {
+				system[k] = int32(r.IntN(128000))
+			}
+		}
+		toks := append([]int32(nil), system...)
+		for range 2048 {
+			toks = append(toks, int32(r.IntN(128000)))
+		}
+		prompts[i] = AppendTokenBlockHashes(nil, 1, toks, 16)
+	}
+	x := NewHolders(0)
+	for i, p := range prompts {
+		for _, h := range p {
+			x.Store(h, Holder{Endpoint: int32(i % 64)})
+		}
+	}
+	run := make([]int, 64)
+	b.Run("LeadingRun/blocks=512", func(b *testing.B) {
+		b.ReportAllocs()
+		k := 0
+		for b.Loop() {
+			x.LeadingRun(prompts[k%len(prompts)], run)
+			k++
+		}
+	})
+	b.Run("Store/blocks=512", func(b *testing.B) {
+		b.ReportAllocs()
+		k := 0
+		for b.Loop() {
+			for _, h := range prompts[k%len(prompts)] {
+				x.Store(h, Holder{Endpoint: int32(k % 64)})
+			}
+			k++
+		}
+	})
+}

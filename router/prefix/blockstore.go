@@ -2,7 +2,6 @@ package prefix
 
 import (
 	"fmt"
-	"math/bits"
 	"time"
 )
 
@@ -76,8 +75,9 @@ func (s *BlockStore) Add(hashes []uint64, endpoint int32, now time.Time) {
 		return
 	}
 	t := s.stamp(now)
+	guess := none
 	for _, h := range hashes {
-		s.put(h, endpoint, t)
+		guess = s.put(h, endpoint, t, guess)
 	}
 }
 
@@ -91,66 +91,39 @@ func (s *BlockStore) Add(hashes []uint64, endpoint int32, now time.Time) {
 // selects all. Endpoints at or beyond len(out) are neither candidates nor
 // reported. Match neither allocates nor refreshes recency; it costs one
 // bitset word per 64 endpoints per block walked.
+//
+// A prompt added before as a whole lies in the LRU in order, each block just more recent than
+// the one before it, so Match tries that neighbour before the table (see put).
 func (s *BlockStore) Match(hashes []uint64, candidate []bool, out []int) {
-	clear(out)
-	if wordsFor(len(out)) > maxStackWords {
-		s.matchEach(hashes, candidate, out)
-		return
-	}
-	var alive [maxStackWords]uint64 // survivors, as a bitset
-	words := wordsFor(len(out))
-	for ep := range out {
-		if allowedAt(candidate, int32(ep)) {
-			alive[ep>>6] |= 1 << (ep & 63)
-		}
-	}
-	matched := 0
-	for i, h := range hashes {
-		idx, ok := s.byHash.get(h)
-		if !ok {
-			break
-		}
-		holders := &s.entries[idx].holders
-		var left uint64
-		for w := range words {
-			keep := alive[w] & holders.word(w)
-			setEach(out, w, alive[w]&^keep, i) // dropped out after i blocks
-			alive[w] = keep
-			left |= keep
-		}
-		if left == 0 {
-			return
-		}
-		matched = i + 1
-	}
-	for w := range words {
-		setEach(out, w, alive[w], matched)
-	}
-}
-
-// matchEach is Match for fleets too large for a bitset on the stack: it
-// tracks survivors in out itself (out[ep] == i means ep held blocks 0..i-1).
-func (s *BlockStore) matchEach(hashes []uint64, candidate []bool, out []int) {
-	for i, h := range hashes {
-		idx, ok := s.byHash.get(h)
-		if !ok {
-			return
-		}
-		holders := &s.entries[idx].holders
-		survived := false
-		for w := range min(holders.words(), wordsFor(len(out))) {
-			for m := holders.word(w) & lowMask(w, len(out)); m != 0; m &= m - 1 {
-				ep := w*64 + bits.TrailingZeros64(m)
-				if out[ep] == i && allowedAt(candidate, int32(ep)) {
-					out[ep] = i + 1
-					survived = true
-				}
+	prev := none
+	leadingRun(hashes, candidate, out, func(h uint64) *epSet {
+		i := none
+		if prev != none {
+			if g := s.entries[prev].prev; g != none && s.holds(g, h) {
+				i = g
 			}
 		}
-		if !survived {
-			return
+		if i == none {
+			var ok bool
+			if i, ok = s.byHash.get(h); !ok {
+				return nil
+			}
 		}
+		prev = i
+		return &s.entries[i].holders
+	})
+}
+
+// holds reports whether slot i, a live entry, holds block h: a live entry of h is h's (the
+// table maps a hash to one slot). The guesses it checks are LRU neighbours, which are live.
+func (s *BlockStore) holds(i int32, h uint64) bool { return s.entries[i].hash == h }
+
+// holdersOf returns block h's holders, or nil for an unknown block.
+func (s *BlockStore) holdersOf(h uint64) *epSet {
+	if i, ok := s.byHash.get(h); ok {
+		return &s.entries[i].holders
 	}
+	return nil
 }
 
 // EvictExpired removes the blocks whose latest Add is more than ttl before
@@ -200,17 +173,24 @@ func (s *BlockStore) stamp(now time.Time) int64 {
 	return int64(now.Sub(s.epoch))
 }
 
-// put is Add for one hash.
-func (s *BlockStore) put(h uint64, ep int32, t int64) {
-	if i, ok := s.byHash.get(h); ok {
+// put is Add for one hash; guess is a slot that may hold h (none: no guess). It returns a
+// guess at the next block's slot: the entry just more recent than h's before h moved, where
+// the next block of a prompt added before as a whole lies.
+func (s *BlockStore) put(h uint64, ep int32, t int64, guess int32) int32 {
+	i, ok := guess, guess != none && s.holds(guess, h)
+	if !ok {
+		i, ok = s.byHash.get(h)
+	}
+	if ok {
 		e := &s.entries[i]
+		next := e.prev
 		e.last = t
 		e.holders.add(ep)
 		s.unlink(i)
 		s.pushFront(i)
-		return
+		return next
 	}
-	i := s.alloc()
+	i = s.alloc()
 	e := &s.entries[i]
 	e.hash, e.last = h, t
 	e.holders.reset()
@@ -220,6 +200,7 @@ func (s *BlockStore) put(h uint64, ep int32, t int64) {
 	for s.byHash.len() > s.capacity {
 		s.remove(s.tail)
 	}
+	return none
 }
 
 // alloc returns a free slot, reusing freed ones (and their allocations).

@@ -11,6 +11,10 @@
 //     (matchLongestPrefix semantics).
 //   - Tree is the multi-tenant character radix tree of SGLang's cache_aware
 //     router and Ray Serve's PrefixCacheAffinityRouter.
+//   - Holders is a KV-event index (which endpoints' engines report caching
+//     each block; llm-d's per-key LRU when bounded), and ActiveBlocks counts
+//     the distinct blocks each endpoint's active requests hold (Dynamo's KV
+//     router).
 //
 // Endpoints (tenants, for the Tree) are dense small integers 0..n-1 assigned
 // by the caller, so callers can pass masks and receive results in slices
@@ -21,5 +25,7 @@
 // results go into caller-provided slices (append-style dst or out
 // arguments), and steady-state operations do not allocate. None of the types
 // is safe for concurrent mutation; their read-only methods may run
-// concurrently with each other, so a sync.RWMutex around each is enough.
+// concurrently with each other, so a sync.RWMutex around each is enough,
+// except Holders.LeadingRun and ActiveBlocks.Shared, which update their
+// successor guesses and so need the exclusive lock.
 package prefix

@@ -128,7 +128,7 @@ func (x *Index) Match(hashes []uint64, out []int) {
 		if e == nil {
 			break
 		}
-		for w := range words {
+		for w := range x.spans(e, words) {
 			// Add one to every counter in the word: a ripple-carry adder
 			// across the planes, usually one or two steps.
 			for p, carry := 0, x.word(e, w); carry != 0; p++ {

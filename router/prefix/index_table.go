@@ -133,6 +133,15 @@ func (x *Index) word(e *entry, w int) uint64 {
 	return 0
 }
 
+// spans returns how many of the first words words of e's endpoint set can be non-zero: one
+// unless it has an overflow record.
+func (x *Index) spans(e *entry, words int) int {
+	if e.ov > 1 {
+		return min(words, 1+len(x.ov[e.ov-2].more))
+	}
+	return min(words, 1)
+}
+
 // has reports whether ep holds e.
 func (x *Index) has(e *entry, ep int32) bool {
 	return x.word(e, int(ep>>6))&(uint64(1)<<(ep&63)) != 0

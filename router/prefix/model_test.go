@@ -204,8 +204,8 @@ func runStoreScript(t *testing.T, in []byte, fl fleet) {
 				t.Fatalf("step %d: Match(%v, %v) (-want +got):\n%s", step, q, cand, diff)
 			}
 			clear(got)
-			if s.matchEach(q, cand, got); !slices.Equal(want, got) {
-				t.Fatalf("step %d: matchEach differs from Match", step)
+			if leadingRunEach(q, cand, got, s.holdersOf); !slices.Equal(want, got) {
+				t.Fatalf("step %d: leadingRunEach differs from Match", step)
 			}
 		}
 		checkStoreInvariants(t, s)
