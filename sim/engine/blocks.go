@@ -56,6 +56,9 @@ func newBlockPool(n int, sem Semantics) *blockPool {
 	for b := range int32(n) {
 		p.pushTail(b)
 	}
+	// Every block cached plus a batch of stale entries: the table never grows, which would
+	// copy it through every power of two on the way.
+	p.cached.reserve(n + staleBatch + 1)
 	return p
 }
 

@@ -111,10 +111,21 @@ func (t *hashTable) deleteAt(i uint64) {
 	t.n--
 }
 
+// reserve sizes an empty table for n keys, so that it never grows on the way to them.
+func (t *hashTable) reserve(n int) {
+	size := 64
+	for 2*n > size {
+		size *= 2
+	}
+	t.resize(size)
+}
+
 // grow doubles the table (or allocates it) and reinserts every key.
-func (t *hashTable) grow() {
+func (t *hashTable) grow() { t.resize(max(2*len(t.slots), 64)) }
+
+// resize moves the table's keys to an array of size slots (a power of two).
+func (t *hashTable) resize(size int) {
 	old := t.slots
-	size := max(2*len(old), 64)
 	t.slots = make([]hashSlot, size)
 	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
 	t.n = 0
