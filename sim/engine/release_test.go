@@ -246,9 +246,17 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 // TestPoolMatchesReferencePool drives the block pool and the reference pool with the same
 // random operations, on every combination of the free-queue and duplicate rules: every pop
 // and lookup agrees, and the KV events published leave exactly the reference's hashes cached.
+//
+// Half the seeds draw from 5 hashes, half from 40, so that table entries share probe runs
+// and move when one is removed; after every operation each cached block's record of its
+// table slot must lead back to it.
 func TestPoolMatchesReferencePool(t *testing.T) {
-	for seed := range uint64(200) {
+	for seed := range uint64(400) {
 		rng := rand.New(rand.NewPCG(seed, 5))
+		keys := 5
+		if seed >= 200 {
+			keys = 40
+		}
 		sem := Semantics{DuplicateHits: seed%2 == 0, UnhashedToHead: seed%4 < 2}
 		n := 4 + rng.IntN(12)
 		p, ref := newBlockPool(n, sem), newRefPool(n, sem)
@@ -271,8 +279,8 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 			case op == 1 && len(held) > 0:
 				i := rng.IntN(len(held))
 				b := held[i]
-				if !p.blocks[b].hashed && !ref.hashed[b] {
-					h := uint64(1 + rng.IntN(5))
+				if !p.hashed(b) && !ref.hashed[b] {
+					h := uint64(1 + rng.IntN(keys))
 					p.cache(b, h)
 					ref.cache(b, h)
 				}
@@ -283,7 +291,7 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 				p.release([]int32{b})
 				ref.release([]int32{b})
 			default:
-				h := uint64(1 + rng.IntN(5))
+				h := uint64(1 + rng.IntN(keys))
 				b, ok := p.lookup(h)
 				rb, rok := ref.lookup(h)
 				if ok != rok || b != rb {
@@ -295,11 +303,44 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 					held = append(held, b)
 				}
 			}
-			for h := uint64(1); h <= 5; h++ {
+			for h := uint64(1); h <= uint64(keys); h++ {
 				if _, want := ref.cached[h]; stored[h] != want {
 					t.Fatalf("seed %d step %d: hash %d published cached=%v, reference %v", seed, step, h, stored[h], want)
 				}
 			}
+			if err := checkSlots(p); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
 		}
 	}
+}
+
+// checkSlots checks that the table holds exactly the hashes of the pool's table blocks, each
+// at the slot its block records, and that every duplicate is on its hash's chain.
+func checkSlots(p *blockPool) error {
+	heads := 0
+	for b := range int32(p.size()) {
+		switch s := p.blocks[b].slot; {
+		case s == slotSecond:
+			c, ok := p.cached.get(p.dupHash[b])
+			for ok && c != b {
+				c, ok = p.blocks[c].dup-1, p.blocks[c].dup != 0
+			}
+			if !ok {
+				return fmt.Errorf("duplicate block %d is not on its hash's chain", b)
+			}
+		case s != 0 && s != slotParked:
+			heads++
+			if e := p.cached.slots[s-1]; e.block1 != b+1 {
+				return fmt.Errorf("block %d records slot %d, which holds block %d", b, s-1, e.block1-1)
+			}
+			if c, ok := p.cached.get(p.hashOf(b)); !ok || c != b {
+				return fmt.Errorf("lookup of block %d's hash finds %d, %v", b, c, ok)
+			}
+		}
+	}
+	if heads != p.cached.n {
+		return fmt.Errorf("%d table entries, %d blocks in the table", p.cached.n, heads)
+	}
+	return nil
 }

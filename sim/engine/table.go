@@ -5,11 +5,14 @@ import "math/bits"
 // hashTable maps block hashes to blocks: open addressing with linear probing, load factor at
 // most 1/2. Keys are already well-mixed 64-bit hashes; a lookup usually touches one cache
 // line, where a Go map touches two or three. The block pool leaves an evicted block's entry
-// in place for a while and checks entries against its blocks on lookup (blockPool.evict).
+// and each block records its entry's slot (onMove keeps the records when entries move), so an
+// evicted block's entry is removed at once, without a lookup.
 type hashTable struct {
 	slots []hashSlot // len is a power of two, or 0
 	shift uint       // 64 − log2(len(slots))
 	n     int
+	// onMove, when set, hears that the entry of block1 − 1 moved to slot i.
+	onMove func(block1 int32, i uint64)
 }
 
 // hashSlot holds a key and its block plus one; 0 marks an empty slot.
@@ -53,19 +56,20 @@ func (t *hashTable) touch(keys []uint64) uint64 {
 	return sink
 }
 
-// put maps key to block b, replacing any value key had. The caller makes room first
-// (full, grow).
-func (t *hashTable) put(key uint64, b int32) {
+// put maps key to block b, replacing any value key had, and returns the slot of the entry.
+// The caller makes room first (full, grow).
+func (t *hashTable) put(key uint64, b int32) uint64 {
 	mask := uint64(len(t.slots) - 1)
 	i := t.home(key)
 	for ; t.slots[i].block1 != 0; i = (i + 1) & mask {
 		if t.slots[i].key == key {
 			t.slots[i].block1 = b + 1
-			return
+			return i
 		}
 	}
 	t.slots[i] = hashSlot{key: key, block1: b + 1}
 	t.n++
+	return i
 }
 
 // full reports whether one more key would take the load factor above 1/2.
@@ -104,6 +108,9 @@ func (t *hashTable) deleteAt(i uint64) {
 		// Move j back into the hole at i unless its home lies cyclically in (i, j].
 		if h := t.home(t.slots[j].key); (j-h)&mask >= (j-i)&mask {
 			t.slots[i] = t.slots[j]
+			if t.onMove != nil {
+				t.onMove(t.slots[i].block1, i)
+			}
 			i = j
 		}
 	}
@@ -131,7 +138,10 @@ func (t *hashTable) resize(size int) {
 	t.n = 0
 	for _, s := range old {
 		if s.block1 != 0 {
-			t.put(s.key, s.block1-1)
+			i := t.put(s.key, s.block1-1)
+			if t.onMove != nil {
+				t.onMove(s.block1, i)
+			}
 		}
 	}
 }
