@@ -17,10 +17,12 @@ type blockPool struct {
 	blocks     []block
 	ring       []int32 // the free queue; position q is ring[q&(len(ring)-1)]
 	head, tail uint32  // the queue's entries are at positions head..tail-1
-	cached     hashTable
-	dupHash    []uint64 // the hash of each block cached as a duplicate (slotSecond); dupHits only
-	numFree    int
-	sink       uint64 // keeps the reads of the touch methods
+	cached     prefixTable
+	// dupHash and dupAnchor are the hash and anchor of each block cached as a duplicate
+	// (slotSecond); dupHits only.
+	dupHash, dupAnchor []uint64
+	numFree            int
+	sink               uint64 // keeps the reads of the touch methods
 	// dupHits and unhashedToHead are Semantics.DuplicateHits and Semantics.UnhashedToHead.
 	dupHits, unhashedToHead bool
 	// events, when set, hears each block hash the cache starts (stored) or stops holding:
@@ -32,8 +34,8 @@ type blockPool struct {
 type block struct {
 	ref  int32
 	qpos uint32 // position of the block's current free-queue entry, when ref is 0
-	// slot says how the block is cached: its hash's table slot plus one (the table's block
-	// for the hash), slotSecond, or, when it has no hash, 0 or slotParked.
+	// slot says how the block is cached: its hash's table position plus one (the table's
+	// block for the hash), slotSecond, or, when it has no hash, 0 or slotParked.
 	slot uint32
 	dup  int32 // the next block cached under the same hash, plus one; 0: none
 }
@@ -62,14 +64,14 @@ func (p *blockPool) reset(n int, sem Semantics) {
 	*p = blockPool{blocks: make([]block, n), ring: make([]int32, size), events: p.events,
 		dupHits: sem.DuplicateHits, unhashedToHead: sem.UnhashedToHead}
 	if p.dupHits {
-		p.dupHash = make([]uint64, n)
+		p.dupHash, p.dupAnchor = make([]uint64, n), make([]uint64, n)
 	}
 	for b := range int32(n) {
 		p.pushTail(b)
 	}
 	// The table holds at most one entry per block: it never grows.
 	p.cached.reserve(n + 1)
-	p.cached.onMove = func(block1 int32, i uint64) { p.blocks[block1-1].slot = uint32(i) + 1 }
+	p.cached.onMove = func(block1 int32, pos uint32) { p.blocks[block1-1].slot = pos + 1 }
 }
 
 func (p *blockPool) size() int { return len(p.blocks) }
@@ -89,7 +91,7 @@ func (p *blockPool) hashOf(b int32) uint64 {
 	if s == slotSecond {
 		return p.dupHash[b]
 	}
-	return p.cached.slots[s-1].key
+	return p.cached.key(s - 1)
 }
 
 // pushTail appends free block b to the free queue.
@@ -136,8 +138,8 @@ func (p *blockPool) compactFree() {
 	p.tail = q
 }
 
-// lookup returns the cached block holding hash h.
-func (p *blockPool) lookup(h uint64) (int32, bool) { return p.cached.get(h) }
+// lookup returns the cached block holding hash h, whose anchor is anchor (anchorOf).
+func (p *blockPool) lookup(h, anchor uint64) (int32, bool) { return p.cached.get(h, anchor) }
 
 // touch takes a reference on a cached block, taking it off the free queue if it was free
 // (its entry goes stale).
@@ -172,7 +174,7 @@ func (p *blockPool) touchFree(k int) {
 		bl := &p.blocks[p.ring[q&mask]]
 		sink += uint64(bl.qpos)
 		if s := bl.slot; s != 0 && s < slotParked { // the table's block for its hash
-			sink += p.cached.slots[s-1].key
+			sink += p.cached.touchPos(s - 1)
 		}
 	}
 	p.sink += sink
@@ -192,12 +194,12 @@ func (p *blockPool) evict(b int32) {
 		p.unlinkDup(b)
 		return
 	}
-	i := uint64(bl.slot - 1)
+	pos := bl.slot - 1
 	if p.events != nil {
-		p.events(false, p.cached.slots[i].key)
+		p.events(false, p.cached.key(pos))
 	}
 	bl.slot = 0
-	p.cached.deleteAt(i)
+	p.cached.deleteAt(pos)
 }
 
 // unlinkDup forgets the hash of block b, one of several blocks cached under it
@@ -207,10 +209,10 @@ func (p *blockPool) unlinkDup(b int32) {
 	bl := &p.blocks[b]
 	next := bl.dup - 1
 	if bl.slot != slotSecond {
-		p.cached.slots[bl.slot-1].block1 = next + 1
+		p.cached.setBlock(bl.slot-1, next)
 		p.blocks[next].slot = bl.slot
 	} else {
-		c, _ := p.cached.get(p.dupHash[b])
+		c, _ := p.cached.get(p.dupHash[b], p.dupAnchor[b])
 		for p.blocks[c].dup-1 != b {
 			c = p.blocks[c].dup - 1
 		}
@@ -219,26 +221,24 @@ func (p *blockPool) unlinkDup(b int32) {
 	bl.dup, bl.slot = 0, 0
 }
 
-// cache records that full block b, which has no hash, holds the tokens hashing to h. A block
+// cache records that full block b, which has no hash, holds the tokens hashing to h (with
+// anchor anchor, see prefixTable). A block
 // whose hash another block already holds (V1's append-only block tables allow duplicates)
 // stays uncached, or with dupHits joins the others: lookups find the first of them, and the
 // hash stays cached until the last is evicted. KV events are published per hash, not per
 // duplicate.
-func (p *blockPool) cache(b int32, h uint64) {
-	if c, ok := p.cached.get(h); ok {
+func (p *blockPool) cache(b int32, h, anchor uint64) {
+	if c, ok := p.cached.get(h, anchor); ok {
 		if p.dupHits { // b joins the blocks cached under h, after the last of them
 			for p.blocks[c].dup != 0 {
 				c = p.blocks[c].dup - 1
 			}
 			p.blocks[c].dup = b + 1
-			p.blocks[b].slot, p.dupHash[b] = slotSecond, h
+			p.blocks[b].slot, p.dupHash[b], p.dupAnchor[b] = slotSecond, h, anchor
 		}
 		return
 	}
-	if p.cached.full() {
-		p.cached.grow() // not reached: the table was sized for every block
-	}
-	p.blocks[b].slot = uint32(p.cached.put(h, b)) + 1
+	p.blocks[b].slot = p.cached.put(h, anchor, b) + 1
 	if p.events != nil {
 		p.events(true, h)
 	}

@@ -127,7 +127,7 @@ func (r *Replica) register(s *seq, full int) {
 	}
 	for ; s.reg < known; s.reg++ {
 		r.storingBlock = s.reg
-		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg])
+		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg], anchorOf(s.hashes, s.reg))
 	}
 	r.storing = nil
 }
@@ -140,11 +140,11 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	maxHit := (total - 1) / r.bs // a full hit still recomputes the last token
 	known := r.hashUpTo(s, maxHit)
 	// Bring in the table slots of the blocks to look up and register, all misses at once.
-	r.pool.sink += r.pool.cached.touch(s.hashes[:min(len(s.hashes), r.blocksFor(total))])
+	r.pool.sink += r.pool.cached.touchChain(s.hashes[:min(len(s.hashes), r.blocksFor(total))])
 	r.hits = r.hits[:0]
 	freeHits := 0
 	for j := 0; j < known; j++ {
-		b, ok := r.pool.lookup(s.hashes[j])
+		b, ok := r.pool.lookup(s.hashes[j], anchorOf(s.hashes, j))
 		if !ok {
 			break
 		}

@@ -15,10 +15,12 @@ type hashTable struct {
 	onMove func(block1 int32, i uint64)
 }
 
-// hashSlot holds a key and its block plus one; 0 marks an empty slot.
+// hashSlot holds a key and its block plus one; 0 marks an empty slot. aux is the owner's
+// (prefixTable): it fills what would be padding.
 type hashSlot struct {
 	key    uint64
 	block1 int32
+	aux    uint32
 }
 
 // home returns key's preferred slot; the multiplication spreads keys that are not uniform.
