@@ -25,10 +25,12 @@ func (r *Replica) prepareLazy() bool {
 	need, blocks := 0, 0
 	var sink uint64
 	tick, due, running := r.tick, r.due, r.running
+	r.expl = r.expl[:0]
 	for i, d := range due {
 		if d > tick {
 			continue
 		}
+		r.expl = append(r.expl, int32(i))
 		s := running[i]
 		if s.lazy {
 			r.materialize(s)
@@ -59,8 +61,13 @@ func (r *Replica) materialize(s *seq) {
 	s.lazy = false
 }
 
-// materializeAll brings every lazy decoder up to date.
+// materializeAll brings every lazy decoder up to date; every running request is then
+// handled on its own (expl).
 func (r *Replica) materializeAll() {
+	r.expl = r.expl[:0]
+	for i := range r.running {
+		r.expl = append(r.expl, int32(i))
+	}
 	if r.lazyN == 0 {
 		return
 	}

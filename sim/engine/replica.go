@@ -103,9 +103,15 @@ type Replica struct {
 	due      []int64 // per running request: the step it must next be handled on its own (lazy.go)
 	batch    []*seq  // the step's requests handled one by one; lazy decoders are implied
 	gone     []int32 // the positions in running of the requests that ended this step (settle)
-	scratch  []int32
-	memo     *HashMemo
-	hits     []int32
+	// expl holds, in order, the positions in running of the requests handled on their own
+	// this step (due by r.tick): prepareLazy finds them and admissions append theirs, so
+	// that scheduleRunning and settle need not read due again. Positions past the end of
+	// running (preempted) are ignored. scanAll (set by Abort) makes settle read due.
+	expl    []int32
+	scanAll bool
+	scratch []int32
+	memo    *HashMemo
+	hits    []int32
 
 	tick    int64 // steps ended so far
 	lazyN   int   // lazy decoders
@@ -323,11 +329,20 @@ func (r *Replica) endStep(now sim.Time) {
 // settle makes the requests handled one by one this step lazy decoders when they can, then
 // removes finished requests from running, in order, and reports them.
 func (r *Replica) settle(now sim.Time) {
-	tick, due, running := r.tick, r.due, r.running
+	if r.scanAll {
+		r.scanAll = false
+		r.expl = r.expl[:0]
+		for i, d := range r.due {
+			if d < r.tick {
+				r.expl = append(r.expl, int32(i))
+			}
+		}
+	}
+	due, running := r.due, r.running
 	r.gone = r.gone[:0]
-	for i, d := range due {
-		if d >= tick {
-			continue // a lazy decoder, not due yet
+	for _, i := range r.expl {
+		if int(i) >= len(running) {
+			break // preempted
 		}
 		switch s := running[i]; {
 		case s.generated < 0:

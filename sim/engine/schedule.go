@@ -31,8 +31,9 @@ func (r *Replica) schedule() gpumodel.Step {
 // it preempted.
 func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 	budget = r.maxBatch
+	k := 0 // r.expl[k] is the next request handled on its own
 	for i := 0; i < len(r.running) && budget > 0; {
-		if j := r.nextExplicit(i); j > i {
+		if j := r.nextExplicit(i, &k); j > i {
 			budget -= j - i // lazy decoders: one token each, their blocks in place
 			i = j
 			continue
@@ -70,14 +71,17 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 }
 
 // nextExplicit returns the index of the first running request from i on that is not a lazy
-// decoder, or len(running). When that skips lazy decoders, the caller's budget covers them:
-// schedule goes one by one whenever it might not.
-func (r *Replica) nextExplicit(i int) int {
-	tick, due := r.tick, r.due
-	for i < len(due) && due[i] > tick {
-		i++
+// decoder, or len(running), advancing *k past the entries of r.expl before i. When that
+// skips lazy decoders, the caller's budget covers them: schedule goes one by one whenever it
+// might not.
+func (r *Replica) nextExplicit(i int, k *int) int {
+	for *k < len(r.expl) && int(r.expl[*k]) < i {
+		*k++
 	}
-	return i
+	if *k < len(r.expl) {
+		return min(int(r.expl[*k]), len(r.running))
+	}
+	return len(r.running)
 }
 
 // scheduleWaiting admits waiting requests, in order, while the budget, max_num_seqs and the
@@ -95,6 +99,7 @@ func (r *Replica) scheduleWaiting(budget int) {
 		r.popWaiting()
 		r.running = append(r.running, s)
 		r.due = append(r.due, 0)
+		r.expl = append(r.expl, int32(len(r.running)-1))
 		s.scheduled = n
 		budget -= n
 		r.batch = append(r.batch, s)
