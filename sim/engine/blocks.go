@@ -18,11 +18,10 @@ type blockPool struct {
 	ring       []int32 // the free queue; position q is ring[q&(len(ring)-1)]
 	head, tail uint32  // the queue's entries are at positions head..tail-1
 	cached     prefixTable
-	// dupHash and dupAnchor are the hash and anchor of each block cached as a duplicate
-	// (slotSecond); dupHits only.
-	dupHash, dupAnchor []uint64
-	numFree            int
-	sink               uint64 // keeps the reads of the touch methods
+	// dupKey holds the key of each block cached as a duplicate (slotSecond); dupHits only.
+	dupKey  []blockKey
+	numFree int
+	sink    uint64 // keeps the reads of the touch methods
 	// dupHits and unhashedToHead are Semantics.DuplicateHits and Semantics.UnhashedToHead.
 	dupHits, unhashedToHead bool
 	// events, when set, hears each block hash the cache starts (stored) or stops holding:
@@ -64,7 +63,7 @@ func (p *blockPool) reset(n int, sem Semantics) {
 	*p = blockPool{blocks: make([]block, n), ring: make([]int32, size), events: p.events,
 		dupHits: sem.DuplicateHits, unhashedToHead: sem.UnhashedToHead}
 	if p.dupHits {
-		p.dupHash, p.dupAnchor = make([]uint64, n), make([]uint64, n)
+		p.dupKey = make([]blockKey, n)
 	}
 	for b := range int32(n) {
 		p.pushTail(b)
@@ -89,7 +88,7 @@ func (p *blockPool) hashed(b int32) bool {
 func (p *blockPool) hashOf(b int32) uint64 {
 	s := p.blocks[b].slot
 	if s == slotSecond {
-		return p.dupHash[b]
+		return p.dupKey[b].hash
 	}
 	return p.cached.key(s - 1)
 }
@@ -138,8 +137,8 @@ func (p *blockPool) compactFree() {
 	p.tail = q
 }
 
-// lookup returns the cached block holding hash h, whose anchor is anchor (anchorOf).
-func (p *blockPool) lookup(h, anchor uint64) (int32, bool) { return p.cached.get(h, anchor) }
+// lookup returns the cached block holding k's hash.
+func (p *blockPool) lookup(k blockKey) (int32, bool) { return p.cached.get(k) }
 
 // touch takes a reference on a cached block, taking it off the free queue if it was free
 // (its entry goes stale).
@@ -212,7 +211,7 @@ func (p *blockPool) unlinkDup(b int32) {
 		p.cached.setBlock(bl.slot-1, next)
 		p.blocks[next].slot = bl.slot
 	} else {
-		c, _ := p.cached.get(p.dupHash[b], p.dupAnchor[b])
+		c, _ := p.cached.get(p.dupKey[b])
 		for p.blocks[c].dup-1 != b {
 			c = p.blocks[c].dup - 1
 		}
@@ -221,26 +220,26 @@ func (p *blockPool) unlinkDup(b int32) {
 	bl.dup, bl.slot = 0, 0
 }
 
-// cache records that full block b, which has no hash, holds the tokens hashing to h (with
-// anchor anchor, see prefixTable). A block
+// cache records that full block b, which has no hash, holds the tokens hashing to k.hash. A
+// block
 // whose hash another block already holds (V1's append-only block tables allow duplicates)
 // stays uncached, or with dupHits joins the others: lookups find the first of them, and the
 // hash stays cached until the last is evicted. KV events are published per hash, not per
 // duplicate.
-func (p *blockPool) cache(b int32, h, anchor uint64) {
-	if c, ok := p.cached.get(h, anchor); ok {
+func (p *blockPool) cache(b int32, k blockKey) {
+	if c, ok := p.cached.get(k); ok {
 		if p.dupHits { // b joins the blocks cached under h, after the last of them
 			for p.blocks[c].dup != 0 {
 				c = p.blocks[c].dup - 1
 			}
 			p.blocks[c].dup = b + 1
-			p.blocks[b].slot, p.dupHash[b], p.dupAnchor[b] = slotSecond, h, anchor
+			p.blocks[b].slot, p.dupKey[b] = slotSecond, k
 		}
 		return
 	}
-	p.blocks[b].slot = p.cached.put(h, anchor, b) + 1
+	p.blocks[b].slot = p.cached.put(k, b) + 1
 	if p.events != nil {
-		p.events(true, h)
+		p.events(true, k.hash)
 	}
 }
 

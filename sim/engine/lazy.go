@@ -40,7 +40,7 @@ func (r *Replica) prepareLazy() bool {
 		need += total - s.computed
 		blocks += max(r.blocksFor(total)-len(s.blocks), 0)
 		if s.reg < len(s.hashes) && total/r.bs > s.reg {
-			sink += r.pool.cached.touch(anchorOf(s.hashes, s.reg))
+			sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
 		}
 	}
 	if blocks > 1 {

@@ -2,12 +2,14 @@ package engine
 
 // prefixTable maps block hashes to blocks, keeping a request's consecutive blocks together
 // in memory. Hashes are chained, so block j's hash fixes the hash of the first block of its
-// group (blocks groupBlocks·⌊j/groupBlocks⌋ onwards), its anchor (anchorOf). Each anchor picks
-// a line of lineSlots slots, one cache line: a group's blocks, looked up, cached and evicted
-// together, share one cache miss instead of one each. A block whose line is full goes to an
-// ordinary table (over) and the line counts it, so lookups search over only for lines that
-// overflowed: chains that part within a group, such as the requests that follow a shared
-// system prompt ending mid-group, share an anchor and spill there.
+// group (blocks groupBlocks·⌊j/groupBlocks⌋ onwards), its anchor, and its lane j mod
+// groupBlocks (blockKey). Each anchor picks a line of lineSlots slots, two cache lines: a
+// group's blocks, looked up, cached and evicted together, share their cache misses. Block j
+// may take one of two slots of its line, those of its lane, so a lookup compares two keys. A
+// block whose two slots are taken goes to an ordinary table (over) and the line counts it, so
+// lookups search over only for lines that overflowed: chains that part within a group, such
+// as the requests that follow a shared system prompt ending mid-group, share an anchor and
+// spill there.
 //
 // An entry's position is its slot in lines, or len(lines) plus its slot in over; the block
 // pool records each cached block's position (onMove hears when an entry in over moves).
@@ -22,13 +24,21 @@ type prefixTable struct {
 
 const (
 	// groupBlocks is how many consecutive blocks share an anchor, and lineSlots how many
-	// entries a line holds: 4 entries of 16 bytes fill a 64-byte cache line.
+	// entries a line holds: two per lane.
 	groupBlocks = 4
-	lineSlots   = 8
+	lineSlots   = 2 * groupBlocks
 )
 
-// anchorOf returns the anchor of block j of a sequence whose block hashes are hashes.
-func anchorOf(hashes []uint64, j int) uint64 { return hashes[j&^(groupBlocks-1)] }
+// blockKey is a block hash and where the table looks for it.
+type blockKey struct {
+	hash, anchor uint64
+	lane         uint32
+}
+
+// keyOf returns the key of block j of a sequence whose block hashes are hashes.
+func keyOf(hashes []uint64, j int) blockKey {
+	return blockKey{hash: hashes[j], anchor: hashes[j&^(groupBlocks-1)], lane: uint32(j & (groupBlocks - 1))}
+}
 
 // reserve sizes an empty table for n entries: lines hold twice as many.
 func (t *prefixTable) reserve(n int) {
@@ -54,37 +64,39 @@ func (t *prefixTable) line(anchor uint64) uint32 {
 	return uint32((anchor*0x9E3779B97F4A7C15)>>t.shift) * lineSlots
 }
 
-// get returns the block cached under key h, whose anchor is anchor.
-func (t *prefixTable) get(h, anchor uint64) (int32, bool) {
-	l := t.line(anchor)
+// get returns the block cached under k.
+func (t *prefixTable) get(k blockKey) (int32, bool) {
+	l := t.line(k.anchor)
 	ln := (*[lineSlots]hashSlot)(t.lines[l : l+lineSlots])
-	for k := range ln {
-		if ln[k].key == h && ln[k].block1 != 0 {
-			return ln[k].block1 - 1, true
-		}
+	a := k.lane & (groupBlocks - 1)
+	if s := &ln[a]; s.key == k.hash && s.block1 != 0 {
+		return s.block1 - 1, true
+	}
+	if s := &ln[a+groupBlocks]; s.key == k.hash && s.block1 != 0 {
+		return s.block1 - 1, true
 	}
 	if ln[0].aux == 0 {
 		return 0, false
 	}
-	return t.over.get(h)
+	return t.over.get(k.hash)
 }
 
-// put maps key h, which the table does not hold, to block b and returns its position.
-func (t *prefixTable) put(h, anchor uint64, b int32) uint32 {
+// put maps k, which the table does not hold, to block b and returns its position.
+func (t *prefixTable) put(k blockKey, b int32) uint32 {
 	t.n++
-	l := t.line(anchor)
+	l := t.line(k.anchor)
 	ln := (*[lineSlots]hashSlot)(t.lines[l : l+lineSlots])
-	for k := range ln {
-		if ln[k].block1 == 0 {
-			ln[k].key, ln[k].block1 = h, b+1
-			return l + uint32(k)
+	for a := k.lane & (groupBlocks - 1); a < lineSlots; a += groupBlocks {
+		if ln[a].block1 == 0 {
+			ln[a].key, ln[a].block1 = k.hash, b+1
+			return l + a
 		}
 	}
 	ln[0].aux++
 	if t.over.full() {
 		t.over.grow()
 	}
-	i := t.over.put(h, b)
+	i := t.over.put(k.hash, b)
 	t.over.slots[i].aux = l
 	return uint32(len(t.lines)) + uint32(i)
 }

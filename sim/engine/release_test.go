@@ -199,15 +199,15 @@ func TestDuplicateBlocksHittable(t *testing.T) {
 		var events []string
 		p.events = func(stored bool, h uint64) { events = append(events, fmt.Sprint(stored, h)) }
 		a, b := p.popFree(), p.popFree()
-		p.cache(a, 7, 7)
-		p.cache(b, 7, 7)
+		p.cache(a, blockKey{hash: 7})
+		p.cache(b, blockKey{hash: 7})
 		p.release([]int32{a})
 		p.popFree() // blocks 2 and 3, never used, go first
 		p.popFree()
 		if got := p.popFree(); got != a {
 			t.Fatalf("popped %d, want a (%d)", got, a)
 		}
-		got, ok := p.lookup(7, 7)
+		got, ok := p.lookup(blockKey{hash: 7})
 		if ok != dup || (ok && got != b) {
 			t.Fatalf("dupHits %v: after the first block is evicted, lookup = %d, %v", dup, got, ok)
 		}
@@ -227,8 +227,8 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 	for _, head := range []bool{true, false} {
 		p := newBlockPool(3, Semantics{UnhashedToHead: head})
 		x, y, z := p.popFree(), p.popFree(), p.popFree()
-		p.cache(y, 1, 1)
-		p.cache(z, 2, 2)
+		p.cache(y, blockKey{hash: 1})
+		p.cache(z, blockKey{hash: 2})
 		p.release([]int32{x, y, z}) // last block first: z, y, then x, which has no hash
 		want := z                   // the tail order: z, y, x
 		if head {
@@ -237,7 +237,7 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 		if got := p.popFree(); got != want {
 			t.Fatalf("unhashedToHead %v: popped %d, want %d", head, got, want)
 		}
-		if _, ok := p.lookup(2, 2); ok != head {
+		if _, ok := p.lookup(blockKey{hash: 2}); ok != head {
 			t.Fatalf("unhashedToHead %v: z's hash still cached = %v", head, ok)
 		}
 	}
@@ -247,7 +247,7 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 // random operations, on every combination of the free-queue and duplicate rules: every pop
 // and lookup agrees, and the KV events published leave exactly the reference's hashes cached.
 //
-// Half the seeds draw from 5 hashes, half from 40, eight to an anchor, so that lines
+// Half the seeds draw from 5 hashes, half from 40, sixteen to an anchor, so that lines
 // overflow and entries share probe runs and move when one is removed; after every operation
 // each cached block's record of its table position must lead back to it.
 func TestPoolMatchesReferencePool(t *testing.T) {
@@ -281,7 +281,7 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 				b := held[i]
 				if !p.hashed(b) && !ref.hashed[b] {
 					h := uint64(1 + rng.IntN(keys))
-					p.cache(b, h, testAnchor(h))
+					p.cache(b, testKey(h))
 					ref.cache(b, h)
 				}
 			case op == 2 && len(held) > 0:
@@ -292,7 +292,7 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 				ref.release([]int32{b})
 			default:
 				h := uint64(1 + rng.IntN(keys))
-				b, ok := p.lookup(h, testAnchor(h))
+				b, ok := p.lookup(testKey(h))
 				rb, rok := ref.lookup(h)
 				if ok != rok || b != rb {
 					t.Fatalf("seed %d step %d: lookup %d = %d %v, reference %d %v", seed, step, h, b, ok, rb, rok)
@@ -315,8 +315,11 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 	}
 }
 
-// testAnchor is the anchor of test hash h: eight hashes share one, so that lines overflow.
-func testAnchor(h uint64) uint64 { return (h - 1) / 8 }
+// testKey is the key of test hash h: sixteen hashes share an anchor, four a lane, so that
+// lines overflow.
+func testKey(h uint64) blockKey {
+	return blockKey{hash: h, anchor: (h - 1) / 16, lane: uint32(h-1) % 4}
+}
 
 // checkSlots checks that the table holds exactly the hashes of the pool's table blocks, each
 // at the position its block records, that every duplicate is on its hash's chain, and that
@@ -327,7 +330,7 @@ func checkSlots(p *blockPool) error {
 	for b := range int32(p.size()) {
 		switch s := p.blocks[b].slot; {
 		case s == slotSecond:
-			c, ok := t.get(p.dupHash[b], p.dupAnchor[b])
+			c, ok := t.get(p.dupKey[b])
 			for ok && c != b {
 				c, ok = p.blocks[c].dup-1, p.blocks[c].dup != 0
 			}
@@ -343,7 +346,7 @@ func checkSlots(p *blockPool) error {
 			if e.block1 != b+1 {
 				return fmt.Errorf("block %d records position %d, which holds block %d", b, s-1, e.block1-1)
 			}
-			if c, ok := t.get(p.hashOf(b), testAnchor(p.hashOf(b))); !ok || c != b {
+			if c, ok := t.get(testKey(p.hashOf(b))); !ok || c != b {
 				return fmt.Errorf("lookup of block %d's hash finds %d, %v", b, c, ok)
 			}
 		}

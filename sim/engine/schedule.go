@@ -132,7 +132,7 @@ func (r *Replica) register(s *seq, full int) {
 	}
 	for ; s.reg < known; s.reg++ {
 		r.storingBlock = s.reg
-		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg], anchorOf(s.hashes, s.reg))
+		r.pool.cache(s.blocks[s.reg], keyOf(s.hashes, s.reg))
 	}
 	r.storing = nil
 }
@@ -149,7 +149,7 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	r.hits = r.hits[:0]
 	freeHits := 0
 	for j := 0; j < known; j++ {
-		b, ok := r.pool.lookup(s.hashes[j], anchorOf(s.hashes, j))
+		b, ok := r.pool.lookup(keyOf(s.hashes, j))
 		if !ok {
 			break
 		}
