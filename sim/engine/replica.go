@@ -344,6 +344,9 @@ func (r *Replica) settle(now sim.Time) {
 		if int(i) >= len(running) {
 			break // preempted
 		}
+		if due[i] >= r.tick {
+			continue // a lazy decoder that only registered a block (registerLazy)
+		}
 		switch s := running[i]; {
 		case s.generated < 0:
 			r.gone = append(r.gone, int32(i))

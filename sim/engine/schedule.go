@@ -39,6 +39,12 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 			continue
 		}
 		s := r.running[i]
+		if s.lazy { // due only to register a block (prepareLazy)
+			r.registerLazy(i, s)
+			budget--
+			i++
+			continue
+		}
 		n := min(s.numTokens()-s.computed, budget)
 		total := s.computed + n
 		if total <= len(s.blocks)*r.bs && total/r.bs <= s.reg {
