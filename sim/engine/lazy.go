@@ -8,10 +8,11 @@ package engine
 // bulk (lazyN, lazyCtx); and due (parallel to running) says at which step the request next
 // needs handling on its own: a new block, a block to register in the prefix cache, or its
 // last token. Before that step it is brought up to date (materialize) and handled exactly as
-// any other, except when all it needs is a block registered: then it stays lazy and the
-// scheduler registers the block at its place in running order (registerLazy), which is all
-// the handling on its own would change. A lazy decoder is also brought up to date when it is
-// preempted, when the replica
+// any other, except when all it needs is a block registered or a new block: then it stays
+// lazy and the scheduler allocates and registers at its place in running order
+// (advanceLazy), which is all the handling on its own would change. A lazy decoder is also
+// brought up to date when it is preempted, when the free queue is too short for its new
+// block, when the replica
 // fails, and whenever a step's token budget would not cover every running request (then
 // the scheduler goes one by one, as vLLM's does). The result is the same, step for step, as
 // handling every request every step; equivalence_test.go checks it against the reference.
@@ -36,8 +37,9 @@ func (r *Replica) prepareLazy() bool {
 		r.expl = append(r.expl, int32(i))
 		s := running[i]
 		if s.lazy {
-			if r.registersOnly(s) { // stays lazy; its token is in lazyN
-				if s.reg < len(s.hashes) {
+			if total, ok := r.blocksOnly(s); ok { // stays lazy; its token is in lazyN
+				blocks += max(r.blocksFor(total)-len(s.blocks), 0)
+				if s.reg < len(s.hashes) && total/r.bs > s.reg {
 					sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
 				}
 				continue
@@ -59,27 +61,31 @@ func (r *Replica) prepareLazy() bool {
 	return need+r.lazyN <= r.maxBatch
 }
 
-// registersOnly reports whether lazy decoder s, due this step, needs nothing this step but
-// a block registered: its token needs no new block and is not its last.
-func (r *Replica) registersOnly(s *seq) bool {
+// blocksOnly reports whether lazy decoder s, due this step, needs nothing this step but
+// blocks allocated or registered: its token is not its last. It returns the tokens s has
+// once this step's is computed.
+func (r *Replica) blocksOnly(s *seq) (int, bool) {
 	k := int(r.tick - s.t0)
-	total := s.numTokens() + k // the tokens s has once this step's is computed
-	return !s.aborted && total <= len(s.blocks)*r.bs && total/r.bs > s.reg && s.generated+k < s.outputLen-1
+	return s.numTokens() + k, !s.aborted && s.generated+k < s.outputLen-1
 }
 
-// registerLazy registers the block that lazy decoder s, at position i of running, fills
-// this step (registersOnly), as scheduling it on its own would, and sets the step it is next
-// due: the one lazify would find once the step has ended.
-func (r *Replica) registerLazy(i int, s *seq) {
+// advanceLazy allocates and registers what lazy decoder s, at position i of running, needs
+// for this step's token (blocksOnly), as scheduling it on its own would, and sets the step
+// it is next due: the one lazify would find once the step has ended. It is false, changing
+// nothing, when the free queue is too short: s must then be handled on its own.
+func (r *Replica) advanceLazy(i int, s *seq) bool {
 	k := int(r.tick - s.t0)
 	c, g := s.computed+k+1, s.generated+k+1 // once this step's token is computed
-	r.register(s, c/r.bs)
+	if !r.allocate(s, c) {
+		return false
+	}
 	n := len(s.blocks)*r.bs - c
 	if s.reg < s.knownBlocks(r.bs) {
 		n = min(n, (s.reg+1)*r.bs-1-c)
 	}
 	n = min(n, s.outputLen-1-g)
 	r.due[i] = r.tick + 1 + int64(max(n, 0))
+	return true
 }
 
 // materialize brings lazy decoder s up to date and makes it an ordinary request. The caller

@@ -345,7 +345,7 @@ func (r *Replica) settle(now sim.Time) {
 			break // preempted
 		}
 		if due[i] >= r.tick {
-			continue // a lazy decoder that only registered a block (registerLazy)
+			continue // a lazy decoder that only took or registered blocks (advanceLazy)
 		}
 		switch s := running[i]; {
 		case s.generated < 0:

@@ -39,11 +39,14 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 			continue
 		}
 		s := r.running[i]
-		if s.lazy { // due only to register a block (prepareLazy)
-			r.registerLazy(i, s)
-			budget--
-			i++
-			continue
+		if s.lazy { // due only for blocks (prepareLazy)
+			if r.advanceLazy(i, s) {
+				budget--
+				i++
+				continue
+			}
+			r.materialize(s) // the free queue is short: on its own, preempting
+			r.due[i] = 0
 		}
 		n := min(s.numTokens()-s.computed, budget)
 		total := s.computed + n
