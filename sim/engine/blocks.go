@@ -18,8 +18,9 @@ type blockPool struct {
 	ring       []int32 // the free queue; position q is ring[q&(len(ring)-1)]
 	head, tail uint32  // the queue's entries are at positions head..tail-1
 	cached     prefixTable
-	// dupKey holds the key of each block cached as a duplicate (slotSecond); dupHits only.
-	dupKey  []blockKey
+	// dupPrev holds, for each block cached as a duplicate (slotSecond), the block before it
+	// on its hash's chain; dupHits only.
+	dupPrev []int32
 	numFree int
 	sink    uint64 // keeps the reads of the touch methods
 	// dupHits and unhashedToHead are Semantics.DuplicateHits and Semantics.UnhashedToHead.
@@ -63,7 +64,7 @@ func (p *blockPool) reset(n int, sem Semantics) {
 	*p = blockPool{blocks: make([]block, n), ring: make([]int32, size), events: p.events,
 		dupHits: sem.DuplicateHits, unhashedToHead: sem.UnhashedToHead}
 	if p.dupHits {
-		p.dupKey = make([]blockKey, n)
+		p.dupPrev = make([]int32, n)
 	}
 	for b := range int32(n) {
 		p.pushTail(b)
@@ -86,11 +87,10 @@ func (p *blockPool) hashed(b int32) bool {
 
 // hashOf returns the hash of cached block b.
 func (p *blockPool) hashOf(b int32) uint64 {
-	s := p.blocks[b].slot
-	if s == slotSecond {
-		return p.dupKey[b].hash
+	for p.blocks[b].slot == slotSecond {
+		b = p.dupPrev[b] // towards the table's block for the hash
 	}
-	return p.cached.key(s - 1)
+	return p.cached.key(p.blocks[b].slot - 1)
 }
 
 // pushTail appends free block b to the free queue.
@@ -211,18 +211,17 @@ func (p *blockPool) unlinkDup(b int32) {
 		p.cached.setBlock(bl.slot-1, next)
 		p.blocks[next].slot = bl.slot
 	} else {
-		c, _ := p.cached.get(p.dupKey[b])
-		for p.blocks[c].dup-1 != b {
-			c = p.blocks[c].dup - 1
+		prev := p.dupPrev[b]
+		p.blocks[prev].dup = bl.dup
+		if next >= 0 {
+			p.dupPrev[next] = prev
 		}
-		p.blocks[c].dup = bl.dup
 	}
 	bl.dup, bl.slot = 0, 0
 }
 
 // cache records that full block b, which has no hash, holds the tokens hashing to k.hash. A
-// block
-// whose hash another block already holds (V1's append-only block tables allow duplicates)
+// block whose hash another block already holds (V1's append-only block tables allow duplicates)
 // stays uncached, or with dupHits joins the others: lookups find the first of them, and the
 // hash stays cached until the last is evicted. KV events are published per hash, not per
 // duplicate.
@@ -233,7 +232,7 @@ func (p *blockPool) cache(b int32, k blockKey) {
 				c = p.blocks[c].dup - 1
 			}
 			p.blocks[c].dup = b + 1
-			p.blocks[b].slot, p.dupKey[b] = slotSecond, k
+			p.blocks[b].slot, p.dupPrev[b] = slotSecond, c
 		}
 		return
 	}

@@ -330,7 +330,7 @@ func checkSlots(p *blockPool) error {
 	for b := range int32(p.size()) {
 		switch s := p.blocks[b].slot; {
 		case s == slotSecond:
-			c, ok := t.get(p.dupKey[b])
+			c, ok := t.get(testKey(p.hashOf(b)))
 			for ok && c != b {
 				c, ok = p.blocks[c].dup-1, p.blocks[c].dup != 0
 			}
