@@ -17,9 +17,10 @@ package engine
 // the scheduler goes one by one, as vLLM's does). The result is the same, step for step, as
 // handling every request every step; equivalence_test.go checks it against the reference.
 
-// prepareLazy brings the lazy decoders due this step up to date and reports whether the
-// budget covers every running request's remaining tokens, so that every lazy decoder is
-// certain to get its token.
+// prepareLazy lists the running requests due this step (expl), brings those due for more
+// than blocks up to date (the others stay lazy: advanceLazy), and reports whether the budget
+// covers every running request's remaining tokens, so that every lazy decoder is certain to
+// get its token.
 //
 // On the way it reads what the requests handled on their own will touch: the table slot of
 // the next block each registers and the free-queue heads of the blocks they will take, so
