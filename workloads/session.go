@@ -109,10 +109,13 @@ func (s *session) reserve(withText bool) {
 }
 
 func (s *session) appendSegment(role Role, seg segment, withText bool) {
-	if s.tokens == nil {
+	switch {
+	case s.tokens == nil:
 		// Share the segment's ids; the full slice expression makes any later append copy.
 		s.tokens = seg.tokens[:len(seg.tokens):len(seg.tokens)]
-	} else {
+	case inSpare(s.tokens, seg.tokens):
+		s.tokens = s.tokens[:len(s.tokens)+len(seg.tokens)] // drawn in place (expectedAnswer)
+	default:
 		s.tokens = append(doubling(s.tokens, len(seg.tokens)), seg.tokens...)
 	}
 	if withText {
@@ -167,18 +170,35 @@ func (s *session) next(at time.Duration, withText bool) Request {
 }
 
 // expectedAnswer is the dataset's answer, or OutputTokens synthetic tokens drawn from the
-// turn's own random stream.
+// turn's own random stream. Without text, synthetic tokens are drawn straight into the
+// history's spare room (reserve made it), where complete appends them without a copy.
 func (s *session) expectedAnswer(tr turn, withText bool) segment {
 	if tr.hasAnswer {
 		return tr.answer
 	}
-	return keyedSegment(deriveSeed(s.conv.seed, tagAnswer, uint64(s.turn)), max(tr.output, 1), withText)
+	key, n := deriveSeed(s.conv.seed, tagAnswer, uint64(s.turn)), max(tr.output, 1)
+	if !withText && s.tokens != nil && cap(s.tokens)-len(s.tokens) >= n {
+		spare := appendKeyedTokens(s.tokens, key, n)[len(s.tokens):] // fits: no new array
+		return segment{tokens: spare[:n:n]}
+	}
+	return keyedSegment(key, n, withText)
+}
+
+// inSpare reports whether seg starts right after the end of history, in its spare room.
+func inSpare(history, seg []int32) bool {
+	return len(seg) > 0 && cap(history)-len(history) >= len(seg) &&
+		&history[:len(history)+1][len(history)] == &seg[0]
 }
 
 // complete appends the latest turn's answer to the history: the one the Completion reports
 // or else the expected one. It returns when the next turn arrives.
 func (s *session) complete(c Completion, tok Tokenizer, withText bool) time.Duration {
 	ans := s.answer
+	if (c.Text != "" || c.Tokens != nil) && inSpare(s.tokens, ans.tokens) {
+		// The answer received replaces the expected one, which was handed out as
+		// AnswerTokens: move the history rather than overwrite it.
+		s.tokens = append(make([]int32, 0, cap(s.tokens)), s.tokens...)
+	}
 	switch {
 	case c.Text != "":
 		ans = segment{tokens: c.Tokens, text: c.Text}

@@ -153,6 +153,51 @@ func TestDoneVariants(t *testing.T) {
 	}
 }
 
+// TestAnswerTokensKeptWhenDoneDiffers: without text, a synthetic answer is drawn in the
+// history's spare room; the next turn re-sends it when Done reports nothing else, and when
+// Done reports other tokens, the next turn re-sends those while the AnswerTokens handed out
+// keep their values.
+func TestAnswerTokensKeptWhenDoneDiffers(t *testing.T) {
+	cfg := Config{Workload: WorkloadConfig{Kind: KindSyntheticChat, MeanTurns: 4, MaxTurns: 4}, Arrival: ArrivalConfig{Rate: 1}}
+	for _, reported := range [][]int32{nil, {7, 8, 9}} {
+		s := mustBuild(t, cfg, 3, WithText(false))
+		first, ok := s.Next()
+		for ok && !first.FollowUp {
+			if err := s.Done(first.ID, Completion{At: first.Arrival}); err != nil {
+				t.Fatal(err)
+			}
+			first, ok = s.Next()
+		}
+		if !ok {
+			t.Fatal("no request with a follow-up")
+		}
+		answer := slices.Clone(first.AnswerTokens)
+		if err := s.Done(first.ID, Completion{At: first.Arrival + time.Second, Tokens: reported}); err != nil {
+			t.Fatal(err)
+		}
+		var next Request
+		for {
+			if next, ok = s.Next(); !ok || next.Session == first.Session {
+				break
+			}
+			_ = s.Done(next.ID, Completion{At: next.Arrival})
+		}
+		if !ok {
+			t.Fatal("the session's next turn never came")
+		}
+		want := reported
+		if want == nil {
+			want = answer
+		}
+		if got := next.Tokens[len(first.Tokens):][:len(want)]; !slices.Equal(got, want) || !slices.Equal(next.Tokens[:len(first.Tokens)], first.Tokens) {
+			t.Errorf("reported %v: the next turn continues with %v, want %v", reported, got, want)
+		}
+		if !slices.Equal(first.AnswerTokens, answer) {
+			t.Errorf("reported %v: the AnswerTokens handed out changed", reported)
+		}
+	}
+}
+
 func TestStreamCaps(t *testing.T) {
 	base := Config{Workload: WorkloadConfig{Kind: KindSyntheticChat, MeanTurns: 5}, Arrival: ArrivalConfig{Rate: 50}}
 	t.Run("requests", func(t *testing.T) {

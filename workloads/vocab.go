@@ -158,16 +158,21 @@ func syllableIndex(s string) (int, error) {
 func appendKeyedTokens(dst []int32, key uint64, n int) []int32 {
 	const gamma = 0x9e3779b97f4a7c15
 	var buf [256]int32 // filled locally, appended in bulk: cheaper under the race detector
+	c := key           // key + pair·gamma: one mix64 gives a pair of tokens
 	for done := 0; done < n; {
 		k := min(len(buf), n-done)
-		for i := 0; i < k; i += 2 {
-			x := mix64(key + uint64((done+i)/2)*gamma)
-			buf[i] = int32(((x & 0xffffffff) * VocabSize) >> 32)
-			if i+1 < k {
-				buf[i+1] = int32(((x >> 32) * VocabSize) >> 32)
-			}
+		b := buf[:k]
+		i := 0
+		for ; i+1 < len(b); i += 2 {
+			x := mix64(c)
+			c += gamma
+			b[i] = int32(((x & 0xffffffff) * VocabSize) >> 32)
+			b[i+1] = int32(((x >> 32) * VocabSize) >> 32)
 		}
-		dst = append(dst, buf[:k]...)
+		if i < len(b) { // the last token, of an odd n
+			b[i] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
+		}
+		dst = append(dst, b...)
 		done += k
 	}
 	return dst

@@ -20,6 +20,7 @@ func (r *Replica) Abort(req *Request) bool {
 		if s.req == req && s.generated >= 0 && !s.aborted {
 			s.aborted = true
 			r.due[i] = 0 // settle handles it at the end of the step in flight, even if lazy
+			r.scanAll = true
 			return true
 		}
 	}

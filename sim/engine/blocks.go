@@ -10,14 +10,19 @@ package engine
 // its block is free and records the entry's position. Popping skips stale entries. The order
 // of the current entries is exactly the list's, and the blocks to be popped next are known
 // without following links, so their cache misses overlap (touchFree).
+//
+// The table holds exactly the cached hashes: a block records its entry's slot, so evicting it
+// removes the entry at once, and a lookup needs no check against the blocks.
 type blockPool struct {
 	blocks     []block
 	ring       []int32 // the free queue; position q is ring[q&(len(ring)-1)]
 	head, tail uint32  // the queue's entries are at positions head..tail-1
-	cached     hashTable
-	stale      []staleEntry // evicted blocks whose table entries are still to be removed
-	numFree    int
-	sink       uint64 // keeps the reads of the touch methods
+	cached     prefixTable
+	// dupPrev holds, for each block cached as a duplicate (slotSecond), the block before it
+	// on its hash's chain; dupHits only.
+	dupPrev []int32
+	numFree int
+	sink    uint64 // keeps the reads of the touch methods
 	// dupHits and unhashedToHead are Semantics.DuplicateHits and Semantics.UnhashedToHead.
 	dupHits, unhashedToHead bool
 	// events, when set, hears each block hash the cache starts (stored) or stops holding:
@@ -25,44 +30,68 @@ type blockPool struct {
 	events func(stored bool, hash uint64)
 }
 
-// staleEntry is the table entry of an evicted block: hash → block.
-type staleEntry struct {
-	hash  uint64
-	block int32
-}
-
-// staleBatch is how many stale table entries the pool lets pile up before removing them
-// together.
-const staleBatch = 256
-
-// block is one KV block's state.
+// block is one KV block's state: 16 bytes, four to a cache line.
 type block struct {
-	hash   uint64 // valid when hashed
-	ref    int32
-	qpos   uint32 // position of the block's current free-queue entry, when ref is 0
-	dup    int32  // the next block cached under the same hash, plus one; 0: none
-	hashed bool
-	second bool // cached under a hash that an earlier block holds too (dupHits)
-	parked bool // stands for a cached block no request can ever hit (Replica.park)
+	ref  int32
+	qpos uint32 // position of the block's current free-queue entry, when ref is 0
+	// slot says how the block is cached: its hash's table position plus one (the table's
+	// block for the hash), slotSecond, or, when it has no hash, 0 or slotParked.
+	slot uint32
+	dup  int32 // the next block cached under the same hash, plus one; 0: none
 }
+
+const (
+	// slotSecond: cached under a hash that an earlier block holds too (dupHits); the hash
+	// is in blockPool.dupHash.
+	slotSecond = ^uint32(0)
+	// slotParked: no hash, but stands for a cached block no request can ever hit
+	// (Replica.park).
+	slotParked = ^uint32(0) - 1
+)
 
 func newBlockPool(n int, sem Semantics) *blockPool {
+	p := &blockPool{}
+	p.reset(n, sem)
+	return p
+}
+
+// reset makes p an empty pool of n free blocks, keeping its events hook.
+func (p *blockPool) reset(n int, sem Semantics) {
 	size := 64
 	for size < 2*n {
 		size *= 2
 	}
-	p := &blockPool{blocks: make([]block, n), ring: make([]int32, size),
+	*p = blockPool{blocks: make([]block, n), ring: make([]int32, size), events: p.events,
 		dupHits: sem.DuplicateHits, unhashedToHead: sem.UnhashedToHead}
+	if p.dupHits {
+		p.dupPrev = make([]int32, n)
+	}
 	for b := range int32(n) {
 		p.pushTail(b)
 	}
-	return p
+	// The table holds at most one entry per block: it never grows.
+	p.cached.reserve(n + 1)
+	p.cached.onMove = func(block1 int32, pos uint32) { p.blocks[block1-1].slot = pos + 1 }
 }
 
 func (p *blockPool) size() int { return len(p.blocks) }
 
 // refCount returns block b's reference count.
 func (p *blockPool) refCount(b int32) int32 { return p.blocks[b].ref }
+
+// hashed reports whether block b is cached (under its hash, or as a duplicate).
+func (p *blockPool) hashed(b int32) bool {
+	s := p.blocks[b].slot
+	return s != 0 && s != slotParked
+}
+
+// hashOf returns the hash of cached block b.
+func (p *blockPool) hashOf(b int32) uint64 {
+	for p.blocks[b].slot == slotSecond {
+		b = p.dupPrev[b] // towards the table's block for the hash
+	}
+	return p.cached.key(p.blocks[b].slot - 1)
+}
 
 // pushTail appends free block b to the free queue.
 func (p *blockPool) pushTail(b int32) {
@@ -108,21 +137,8 @@ func (p *blockPool) compactFree() {
 	p.tail = q
 }
 
-// lookup returns the cached block holding hash h.
-func (p *blockPool) lookup(h uint64) (int32, bool) {
-	b, ok := p.cached.get(h)
-	if !ok || !p.holds(b, h) {
-		return 0, false
-	}
-	return b, true
-}
-
-// holds reports whether block b is the cached block of hash h: the table's entry for h is
-// stale once b has been evicted (and perhaps cached again under another hash).
-func (p *blockPool) holds(b int32, h uint64) bool {
-	bl := &p.blocks[b]
-	return bl.hashed && bl.hash == h
-}
+// lookup returns the cached block holding k's hash.
+func (p *blockPool) lookup(k blockKey) (int32, bool) { return p.cached.get(k) }
 
 // touch takes a reference on a cached block, taking it off the free queue if it was free
 // (its entry goes stale).
@@ -147,38 +163,42 @@ func (p *blockPool) popFree() int32 {
 	return b
 }
 
-// touchFree reads the blocks of the next k free-queue entries, overlapping their cache
-// misses, so that the pops that follow find them cached.
+// touchFree reads the blocks of the next k free-queue entries and the table slots of their
+// hashes, overlapping the cache misses, so that the pops that follow (and the evictions)
+// find them cached.
 func (p *blockPool) touchFree(k int) {
 	var sink uint64
 	mask := uint32(len(p.ring) - 1)
 	for q := p.head; q != p.tail && k > 0; q, k = q+1, k-1 {
-		sink += uint64(p.blocks[p.ring[q&mask]].qpos)
+		bl := &p.blocks[p.ring[q&mask]]
+		sink += uint64(bl.qpos)
+		if s := bl.slot; s != 0 && s < slotParked { // the table's block for its hash
+			sink += p.cached.touchPos(s - 1)
+		}
 	}
 	p.sink += sink
 }
 
-// evict forgets b's hash. Its table entry stays, stale (lookups check entries against the
-// blocks), and is removed with a batch of others: their cache misses on the table overlap,
-// instead of one stalling every block taken from the free queue.
+// evict forgets b's hash, removing its table entry.
 func (p *blockPool) evict(b int32) {
 	bl := &p.blocks[b]
-	if !bl.hashed {
-		bl.parked = false
+	switch bl.slot {
+	case 0:
+		return
+	case slotParked:
+		bl.slot = 0
 		return
 	}
-	if bl.dup != 0 || bl.second {
+	if bl.dup != 0 || bl.slot == slotSecond {
 		p.unlinkDup(b)
 		return
 	}
-	bl.hashed = false
+	pos := bl.slot - 1
 	if p.events != nil {
-		p.events(false, bl.hash)
+		p.events(false, p.cached.key(pos))
 	}
-	p.stale = append(p.stale, staleEntry{bl.hash, b})
-	if len(p.stale) >= staleBatch {
-		p.removeStale()
-	}
+	bl.slot = 0
+	p.cached.deleteAt(pos)
 }
 
 // unlinkDup forgets the hash of block b, one of several blocks cached under it
@@ -187,67 +207,48 @@ func (p *blockPool) evict(b int32) {
 func (p *blockPool) unlinkDup(b int32) {
 	bl := &p.blocks[b]
 	next := bl.dup - 1
-	if !bl.second {
-		i, _ := p.cached.find(bl.hash)
-		p.cached.slots[i].block1 = next + 1
-		p.blocks[next].second = false
+	if bl.slot != slotSecond {
+		p.cached.setBlock(bl.slot-1, next)
+		p.blocks[next].slot = bl.slot
 	} else {
-		c, _ := p.cached.get(bl.hash)
-		for c != b && p.blocks[c].dup-1 != b {
-			c = p.blocks[c].dup - 1
-		}
-		p.blocks[c].dup = bl.dup
-	}
-	bl.dup, bl.hashed, bl.second = 0, false, false
-}
-
-// removeStale removes the table entries of evicted blocks that are still stale: an entry may
-// since have been taken over by another block, or its block cached again under its hash.
-func (p *blockPool) removeStale() {
-	var sink uint64
-	for _, e := range p.stale {
-		sink += p.cached.touchKey(e.hash)
-	}
-	p.sink += sink
-	for _, e := range p.stale {
-		if i, ok := p.cached.find(e.hash); ok && p.cached.slots[i].block1-1 == e.block && !p.holds(e.block, e.hash) {
-			p.cached.deleteAt(i)
+		prev := p.dupPrev[b]
+		p.blocks[prev].dup = bl.dup
+		if next >= 0 {
+			p.dupPrev[next] = prev
 		}
 	}
-	p.stale = p.stale[:0]
+	bl.dup, bl.slot = 0, 0
 }
 
-// cache records that full block b holds the tokens hashing to h. A block whose hash another
-// block already holds (V1's append-only block tables allow duplicates) stays uncached, or
-// with dupHits joins the others: lookups find the first of them, and the hash stays cached
-// until the last is evicted. KV events are published per hash, not per duplicate.
-func (p *blockPool) cache(b int32, h uint64) {
-	if c, ok := p.cached.get(h); ok && p.holds(c, h) {
+// cache records that full block b, which has no hash, holds the tokens hashing to k.hash. A
+// block whose hash another block already holds (V1's append-only block tables allow duplicates)
+// stays uncached, or with dupHits joins the others: lookups find the first of them, and the
+// hash stays cached until the last is evicted. KV events are published per hash, not per
+// duplicate.
+func (p *blockPool) cache(b int32, k blockKey) {
+	if c, ok := p.cached.get(k); ok {
 		if p.dupHits { // b joins the blocks cached under h, after the last of them
 			for p.blocks[c].dup != 0 {
 				c = p.blocks[c].dup - 1
 			}
 			p.blocks[c].dup = b + 1
-			p.blocks[b].hash, p.blocks[b].hashed, p.blocks[b].second = h, true, true
+			p.blocks[b].slot, p.dupPrev[b] = slotSecond, c
 		}
 		return
 	}
-	if p.cached.full() {
-		p.removeStale()
-		if p.cached.full() {
-			p.cached.grow()
-		}
-	}
-	p.cached.put(h, b)
-	p.blocks[b].hash, p.blocks[b].hashed = h, true
+	p.blocks[b].slot = p.cached.put(k, b) + 1
 	if p.events != nil {
-		p.events(true, h)
+		p.events(true, k.hash)
 	}
 }
 
 // park marks block b, which its request filled with tokens no other request will send, as
 // cached for the free queue's order only: it is never looked up, so it needs no hash.
-func (p *blockPool) park(b int32) { p.blocks[b].parked = true }
+func (p *blockPool) park(b int32) {
+	if p.blocks[b].slot == 0 {
+		p.blocks[b].slot = slotParked
+	}
+}
 
 // touchBlocks reads each block's state, overlapping the cache misses (see hashTable.touch).
 func (p *blockPool) touchBlocks(blocks []int32) uint64 {
@@ -266,7 +267,7 @@ func (p *blockPool) release(blocks []int32) {
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
 		if p.blocks[b].ref--; p.blocks[b].ref == 0 {
-			if p.unhashedToHead && !p.blocks[b].hashed && !p.blocks[b].parked {
+			if p.unhashedToHead && p.blocks[b].slot == 0 { // no hash, not parked
 				p.pushHead(b)
 			} else {
 				p.pushTail(b)
@@ -279,9 +280,7 @@ func (p *blockPool) release(blocks []int32) {
 
 // clearAll empties the cache and the pool (a restarted replica).
 func (p *blockPool) clearAll() {
-	events := p.events
-	*p = *newBlockPool(p.size(), Semantics{DuplicateHits: p.dupHits, UnhashedToHead: p.unhashedToHead})
-	p.events = events
+	p.reset(p.size(), Semantics{DuplicateHits: p.dupHits, UnhashedToHead: p.unhashedToHead})
 }
 
 // used returns the blocks with a reference.

@@ -328,11 +328,11 @@ func TestKVEventsMirrorTheCache(t *testing.T) {
 	}
 	h.run()
 	cached := 0
-	for _, b := range h.r.pool.blocks {
-		if b.hashed {
+	for b := range int32(h.r.pool.size()) {
+		if h.r.pool.hashed(b) {
 			cached++
-			if !held[b.hash] {
-				t.Fatalf("cached hash %x missing from the events", b.hash)
+			if !held[h.r.pool.hashOf(b)] {
+				t.Fatalf("cached hash %x missing from the events", h.r.pool.hashOf(b))
 			}
 		}
 	}

@@ -8,14 +8,19 @@ package engine
 // bulk (lazyN, lazyCtx); and due (parallel to running) says at which step the request next
 // needs handling on its own: a new block, a block to register in the prefix cache, or its
 // last token. Before that step it is brought up to date (materialize) and handled exactly as
-// any other. A lazy decoder is also brought up to date when it is preempted, when the replica
+// any other, except when all it needs is a block registered or a new block: then it stays
+// lazy and the scheduler allocates and registers at its place in running order
+// (advanceLazy), which is all the handling on its own would change. A lazy decoder is also
+// brought up to date when it is preempted, when the free queue is too short for its new
+// block, when the replica
 // fails, and whenever a step's token budget would not cover every running request (then
 // the scheduler goes one by one, as vLLM's does). The result is the same, step for step, as
 // handling every request every step; equivalence_test.go checks it against the reference.
 
-// prepareLazy brings the lazy decoders due this step up to date and reports whether the
-// budget covers every running request's remaining tokens, so that every lazy decoder is
-// certain to get its token.
+// prepareLazy lists the running requests due this step (expl), brings those due for more
+// than blocks up to date (the others stay lazy: advanceLazy), and reports whether the budget
+// covers every running request's remaining tokens, so that every lazy decoder is certain to
+// get its token.
 //
 // On the way it reads what the requests handled on their own will touch: the table slot of
 // the next block each registers and the free-queue heads of the blocks they will take, so
@@ -25,12 +30,21 @@ func (r *Replica) prepareLazy() bool {
 	need, blocks := 0, 0
 	var sink uint64
 	tick, due, running := r.tick, r.due, r.running
+	r.expl = r.expl[:0]
 	for i, d := range due {
 		if d > tick {
 			continue
 		}
+		r.expl = append(r.expl, int32(i))
 		s := running[i]
 		if s.lazy {
+			if total, ok := r.blocksOnly(s); ok { // stays lazy; its token is in lazyN
+				blocks += max(r.blocksFor(total)-len(s.blocks), 0)
+				if s.reg < len(s.hashes) && total/r.bs > s.reg {
+					sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
+				}
+				continue
+			}
 			r.materialize(s)
 			due[i] = 0
 		}
@@ -38,7 +52,7 @@ func (r *Replica) prepareLazy() bool {
 		need += total - s.computed
 		blocks += max(r.blocksFor(total)-len(s.blocks), 0)
 		if s.reg < len(s.hashes) && total/r.bs > s.reg {
-			sink += r.pool.cached.touchKey(s.hashes[s.reg])
+			sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
 		}
 	}
 	if blocks > 1 {
@@ -46,6 +60,33 @@ func (r *Replica) prepareLazy() bool {
 	}
 	r.pool.sink += sink
 	return need+r.lazyN <= r.maxBatch
+}
+
+// blocksOnly reports whether lazy decoder s, due this step, needs nothing this step but
+// blocks allocated or registered: its token is not its last. It returns the tokens s has
+// once this step's is computed.
+func (r *Replica) blocksOnly(s *seq) (int, bool) {
+	k := int(r.tick - s.t0)
+	return s.numTokens() + k, !s.aborted && s.generated+k < s.outputLen-1
+}
+
+// advanceLazy allocates and registers what lazy decoder s, at position i of running, needs
+// for this step's token (blocksOnly), as scheduling it on its own would, and sets the step
+// it is next due: the one lazify would find once the step has ended. It is false, changing
+// nothing, when the free queue is too short: s must then be handled on its own.
+func (r *Replica) advanceLazy(i int, s *seq) bool {
+	k := int(r.tick - s.t0)
+	c, g := s.computed+k+1, s.generated+k+1 // once this step's token is computed
+	if !r.allocate(s, c) {
+		return false
+	}
+	n := len(s.blocks)*r.bs - c
+	if s.reg < s.knownBlocks(r.bs) {
+		n = min(n, (s.reg+1)*r.bs-1-c)
+	}
+	n = min(n, s.outputLen-1-g)
+	r.due[i] = r.tick + 1 + int64(max(n, 0))
+	return true
 }
 
 // materialize brings lazy decoder s up to date and makes it an ordinary request. The caller
@@ -59,8 +100,13 @@ func (r *Replica) materialize(s *seq) {
 	s.lazy = false
 }
 
-// materializeAll brings every lazy decoder up to date.
+// materializeAll brings every lazy decoder up to date; every running request is then
+// handled on its own (expl).
 func (r *Replica) materializeAll() {
+	r.expl = r.expl[:0]
+	for i := range r.running {
+		r.expl = append(r.expl, int32(i))
+	}
 	if r.lazyN == 0 {
 		return
 	}

@@ -207,15 +207,15 @@ func TestDuplicateBlocksHittable(t *testing.T) {
 		var events []string
 		p.events = func(stored bool, h uint64) { events = append(events, fmt.Sprint(stored, h)) }
 		a, b := p.popFree(), p.popFree()
-		p.cache(a, 7)
-		p.cache(b, 7)
+		p.cache(a, blockKey{hash: 7})
+		p.cache(b, blockKey{hash: 7})
 		p.release([]int32{a})
 		p.popFree() // blocks 2 and 3, never used, go first
 		p.popFree()
 		if got := p.popFree(); got != a {
 			t.Fatalf("popped %d, want a (%d)", got, a)
 		}
-		got, ok := p.lookup(7)
+		got, ok := p.lookup(blockKey{hash: 7})
 		if ok != dup || (ok && got != b) {
 			t.Fatalf("dupHits %v: after the first block is evicted, lookup = %d, %v", dup, got, ok)
 		}
@@ -237,8 +237,8 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 	for _, head := range []bool{true, false} {
 		p := newBlockPool(3, Semantics{UnhashedToHead: head})
 		x, y, z := p.popFree(), p.popFree(), p.popFree()
-		p.cache(y, 1)
-		p.cache(z, 2)
+		p.cache(y, blockKey{hash: 1})
+		p.cache(z, blockKey{hash: 2})
 		p.release([]int32{x, y, z}) // last block first: z, y, then x, which has no hash
 		want := z                   // the tail order: z, y, x
 		if head {
@@ -247,7 +247,7 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 		if got := p.popFree(); got != want {
 			t.Fatalf("unhashedToHead %v: popped %d, want %d", head, got, want)
 		}
-		if _, ok := p.lookup(2); ok != head {
+		if _, ok := p.lookup(blockKey{hash: 2}); ok != head {
 			t.Fatalf("unhashedToHead %v: z's hash still cached = %v", head, ok)
 		}
 	}
@@ -256,9 +256,17 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 // TestPoolMatchesReferencePool drives the block pool and the reference pool with the same
 // random operations, on every combination of the free-queue and duplicate rules: every pop
 // and lookup agrees, and the KV events published leave exactly the reference's hashes cached.
+//
+// Half the seeds draw from 5 hashes, half from 40, sixteen to an anchor, so that lines
+// overflow and entries share probe runs and move when one is removed; after every operation
+// each cached block's record of its table position must lead back to it.
 func TestPoolMatchesReferencePool(t *testing.T) {
-	for seed := range uint64(200) {
+	for seed := range uint64(400) {
 		rng := rand.New(rand.NewPCG(seed, 5))
+		keys := 5
+		if seed >= 200 {
+			keys = 40
+		}
 		sem := Semantics{DuplicateHits: seed%2 == 0, UnhashedToHead: seed%4 < 2}
 		n := 4 + rng.IntN(12)
 		p, ref := newBlockPool(n, sem), newRefPool(n, sem)
@@ -281,9 +289,9 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 			case op == 1 && len(held) > 0:
 				i := rng.IntN(len(held))
 				b := held[i]
-				if !p.blocks[b].hashed && !ref.hashed[b] {
-					h := uint64(1 + rng.IntN(5))
-					p.cache(b, h)
+				if !p.hashed(b) && !ref.hashed[b] {
+					h := uint64(1 + rng.IntN(keys))
+					p.cache(b, testKey(h))
 					ref.cache(b, h)
 				}
 			case op == 2 && len(held) > 0:
@@ -293,8 +301,8 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 				p.release([]int32{b})
 				ref.release([]int32{b})
 			default:
-				h := uint64(1 + rng.IntN(5))
-				b, ok := p.lookup(h)
+				h := uint64(1 + rng.IntN(keys))
+				b, ok := p.lookup(testKey(h))
 				rb, rok := ref.lookup(h)
 				if ok != rok || b != rb {
 					t.Fatalf("seed %d step %d: lookup %d = %d %v, reference %d %v", seed, step, h, b, ok, rb, rok)
@@ -305,11 +313,67 @@ func TestPoolMatchesReferencePool(t *testing.T) {
 					held = append(held, b)
 				}
 			}
-			for h := uint64(1); h <= 5; h++ {
+			for h := uint64(1); h <= uint64(keys); h++ {
 				if _, want := ref.cached[h]; stored[h] != want {
 					t.Fatalf("seed %d step %d: hash %d published cached=%v, reference %v", seed, step, h, stored[h], want)
 				}
 			}
+			if err := checkSlots(p); err != nil {
+				t.Fatalf("seed %d step %d: %v", seed, step, err)
+			}
 		}
 	}
+}
+
+// testKey is the key of test hash h: sixteen hashes share an anchor, four a lane, so that
+// lines overflow.
+func testKey(h uint64) blockKey {
+	return blockKey{hash: h, anchor: (h - 1) / 16, lane: uint32(h-1) % 4}
+}
+
+// checkSlots checks that the table holds exactly the hashes of the pool's table blocks, each
+// at the position its block records, that every duplicate is on its hash's chain, and that
+// each line counts its entries in the overflow table.
+func checkSlots(p *blockPool) error {
+	t := &p.cached
+	heads := 0
+	for b := range int32(p.size()) {
+		switch s := p.blocks[b].slot; {
+		case s == slotSecond:
+			c, ok := t.get(testKey(p.hashOf(b)))
+			for ok && c != b {
+				c, ok = p.blocks[c].dup-1, p.blocks[c].dup != 0
+			}
+			if !ok {
+				return fmt.Errorf("duplicate block %d is not on its hash's chain", b)
+			}
+		case s != 0 && s != slotParked:
+			heads++
+			e := t.over.slots[max(int(s-1)-len(t.lines), 0)]
+			if int(s-1) < len(t.lines) {
+				e = t.lines[s-1]
+			}
+			if e.block1 != b+1 {
+				return fmt.Errorf("block %d records position %d, which holds block %d", b, s-1, e.block1-1)
+			}
+			if c, ok := t.get(testKey(p.hashOf(b))); !ok || c != b {
+				return fmt.Errorf("lookup of block %d's hash finds %d, %v", b, c, ok)
+			}
+		}
+	}
+	if heads != t.n {
+		return fmt.Errorf("%d table entries, %d blocks in the table", t.n, heads)
+	}
+	spilled := map[uint32]uint32{}
+	for _, e := range t.over.slots {
+		if e.block1 != 0 {
+			spilled[e.aux]++
+		}
+	}
+	for l := 0; l < len(t.lines); l += lineSlots {
+		if got := t.lines[l].aux; got != spilled[uint32(l)] {
+			return fmt.Errorf("line %d counts %d entries in the overflow table, which holds %d", l, got, spilled[uint32(l)])
+		}
+	}
+	return nil
 }

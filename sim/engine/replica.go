@@ -102,9 +102,16 @@ type Replica struct {
 	running  []*seq  // admission order; the newest is preempted first
 	due      []int64 // per running request: the step it must next be handled on its own (lazy.go)
 	batch    []*seq  // the step's requests handled one by one; lazy decoders are implied
-	scratch  []int32
-	memo     *HashMemo
-	hits     []int32
+	gone     []int32 // the positions in running of the requests that ended this step (settle)
+	// expl holds, in order, the positions in running of the requests handled on their own
+	// this step (due by r.tick): prepareLazy finds them and admissions append theirs, so
+	// that scheduleRunning and settle need not read due again. Positions past the end of
+	// running (preempted) are ignored. scanAll (set by Abort) makes settle read due.
+	expl    []int32
+	scanAll bool
+	scratch []int32
+	memo    *HashMemo
+	hits    []int32
 
 	tick    int64 // steps ended so far
 	lazyN   int   // lazy decoders
@@ -322,46 +329,62 @@ func (r *Replica) endStep(now sim.Time) {
 // settle makes the requests handled one by one this step lazy decoders when they can, then
 // removes finished requests from running, in order, and reports them.
 func (r *Replica) settle(now sim.Time) {
-	tick, due, running := r.tick, r.due, r.running
-	finished := false
-	for i, d := range due {
-		if d >= tick {
-			continue // a lazy decoder, not due yet
+	if r.scanAll {
+		r.scanAll = false
+		r.expl = r.expl[:0]
+		for i, d := range r.due {
+			if d < r.tick {
+				r.expl = append(r.expl, int32(i))
+			}
+		}
+	}
+	due, running := r.due, r.running
+	r.gone = r.gone[:0]
+	for _, i := range r.expl {
+		if int(i) >= len(running) {
+			break // preempted
+		}
+		if due[i] >= r.tick {
+			continue // a lazy decoder that only took or registered blocks (advanceLazy)
 		}
 		switch s := running[i]; {
 		case s.generated < 0:
-			finished = true
+			r.gone = append(r.gone, int32(i))
 		case s.aborted:
 			r.dropAborted(s)
-			finished = true
+			r.gone = append(r.gone, int32(i))
 		default:
 			due[i] = r.lazify(s)
 		}
 	}
-	if finished {
+	if len(r.gone) > 0 {
 		r.compactFinished(now)
 	}
 }
 
-// compactFinished removes finished requests from running, in order, and reports them.
+// compactFinished reports the requests settle found finished (r.gone, in running order),
+// then removes them from running, keeping the order of the others.
 func (r *Replica) compactFinished(now sim.Time) {
-	n, kept := len(r.running), 0
-	for i := range n {
+	for _, i := range r.gone {
+		// Reported while running still has its length, as vLLM's stats would show.
 		s := r.running[i]
 		if s.generated < 0 {
-			// Reported while running still has its length, as vLLM's stats would show.
 			s.generated = -s.generated
 			r.m.Completed++
 			r.memo.remember(s, r.bs)
 			r.end(s, Completed, now)
 			continue
 		}
-		if s.aborted { // settle freed its blocks
-			r.end(s, Aborted, now)
-			continue
+		r.end(s, Aborted, now) // settle freed its blocks
+	}
+	n, kept := len(r.running), int(r.gone[0])
+	for k, i := range r.gone {
+		next := n
+		if k+1 < len(r.gone) {
+			next = int(r.gone[k+1])
 		}
-		r.running[kept], r.due[kept] = s, r.due[i]
-		kept++
+		copy(r.due[kept:], r.due[i+1:next])
+		kept += copy(r.running[kept:], r.running[i+1:next])
 	}
 	clear(r.running[kept:n])
 	r.running, r.due = r.running[:kept], r.due[:kept]

@@ -62,29 +62,34 @@ type Result struct {
 	Preemptions int
 }
 
-// seq is the replica's state for one request.
+// seq is the replica's state for one request. The fields read every step a request is
+// handled on its own come first, in the object's first two cache lines (192 bytes, a size
+// class whose objects start on a cache line).
 type seq struct {
+	computed  int   // tokens whose KV is computed
+	generated int   // output tokens emitted
+	scheduled int   // tokens scheduled in the current step
+	reg       int   // leading blocks whose hashes were offered to the cache
+	promptLen int   // len(req.Prompt)
+	outputLen int   // req.OutputTokens
+	knownLen  int   // len(req.Prompt) + len(req.Answer): the tokens known in advance
+	t0        int64 // the replica's tick when a lazy decoder's counts were last brought up to date
+
+	blocks     []int32  // block table
+	hashes     []uint64 // hashes of the full blocks known so far (prompt, then answer)
+	hashable   int      // full blocks whose tokens are known; -1 until the first unknown token
+	lazy       bool     // a lazy decoder (lazy.go): computed and generated are as of step t0
+	aborted    bool     // Abort was called while it ran: it ends with the step in flight
+	private    bool     // its blocks past the Answer are not cached yet (catchUp)
+	cachedOnce bool     // CachedTokens has been recorded
+
 	req         *Request
 	arrival     sim.Time
 	firstToken  sim.Time
-	blocks      []int32  // block table
-	hashes      []uint64 // hashes of the full blocks known so far (prompt, then answer)
-	computed    int      // tokens whose KV is computed
-	generated   int      // output tokens emitted
-	cachedOnce  bool     // CachedTokens has been recorded
 	cached      int
 	preemptions int
-	scheduled   int    // tokens scheduled in the current step
-	reg         int    // leading blocks whose hashes were offered to the cache
-	hashable    int    // full blocks whose tokens are known; -1 until the first unknown token
-	promptLen   int    // len(req.Prompt)
-	outputLen   int    // req.OutputTokens
-	knownLen    int    // len(req.Prompt) + len(req.Answer): the tokens known in advance
-	lazy        bool   // a lazy decoder (lazy.go): computed and generated are as of step t0
-	aborted     bool   // Abort was called while it ran: it ends with the step in flight
-	t0          int64  // the replica's tick when a lazy decoder's counts were last brought up to date
 	nonce       uint64 // seeds the generated tokens beyond the Answer (Semantics.HashOutput)
-	private     bool   // its blocks past the Answer are not cached yet (catchUp)
+	_           [16]byte
 }
 
 // catchUp caches the full blocks of s that hold generated tokens past its Answer, which

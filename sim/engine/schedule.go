@@ -31,13 +31,23 @@ func (r *Replica) schedule() gpumodel.Step {
 // it preempted.
 func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 	budget = r.maxBatch
+	k := 0 // r.expl[k] is the next request handled on its own
 	for i := 0; i < len(r.running) && budget > 0; {
-		if j := r.nextExplicit(i); j > i {
+		if j := r.nextExplicit(i, &k); j > i {
 			budget -= j - i // lazy decoders: one token each, their blocks in place
 			i = j
 			continue
 		}
 		s := r.running[i]
+		if s.lazy { // due only for blocks (prepareLazy)
+			if r.advanceLazy(i, s) {
+				budget--
+				i++
+				continue
+			}
+			r.materialize(s) // the free queue is short: on its own, preempting
+			r.due[i] = 0
+		}
 		n := min(s.numTokens()-s.computed, budget)
 		total := s.computed + n
 		if total <= len(s.blocks)*r.bs && total/r.bs <= s.reg {
@@ -70,14 +80,17 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 }
 
 // nextExplicit returns the index of the first running request from i on that is not a lazy
-// decoder, or len(running). When that skips lazy decoders, the caller's budget covers them:
-// schedule goes one by one whenever it might not.
-func (r *Replica) nextExplicit(i int) int {
-	tick, due := r.tick, r.due
-	for i < len(due) && due[i] > tick {
-		i++
+// decoder, or len(running), advancing *k past the entries of r.expl before i. When that
+// skips lazy decoders, the caller's budget covers them: schedule goes one by one whenever it
+// might not.
+func (r *Replica) nextExplicit(i int, k *int) int {
+	for *k < len(r.expl) && int(r.expl[*k]) < i {
+		*k++
 	}
-	return i
+	if *k < len(r.expl) {
+		return min(int(r.expl[*k]), len(r.running))
+	}
+	return len(r.running)
 }
 
 // scheduleWaiting admits waiting requests, in order, while the budget, max_num_seqs and the
@@ -95,6 +108,7 @@ func (r *Replica) scheduleWaiting(budget int) {
 		r.popWaiting()
 		r.running = append(r.running, s)
 		r.due = append(r.due, 0)
+		r.expl = append(r.expl, int32(len(r.running)-1))
 		s.scheduled = n
 		budget -= n
 		r.batch = append(r.batch, s)
@@ -127,7 +141,7 @@ func (r *Replica) register(s *seq, full int) {
 	}
 	for ; s.reg < known; s.reg++ {
 		r.storingBlock = s.reg
-		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg])
+		r.pool.cache(s.blocks[s.reg], keyOf(s.hashes, s.reg))
 	}
 	r.storing = nil
 }
@@ -140,11 +154,11 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	maxHit := (total - 1) / r.bs // a full hit still recomputes the last token
 	known := r.hashUpTo(s, maxHit)
 	// Bring in the table slots of the blocks to look up and register, all misses at once.
-	r.pool.sink += r.pool.cached.touch(s.hashes[:min(len(s.hashes), r.blocksFor(total))])
+	r.pool.sink += r.pool.cached.touchChain(s.hashes[:min(len(s.hashes), r.blocksFor(total))])
 	r.hits = r.hits[:0]
 	freeHits := 0
 	for j := 0; j < known; j++ {
-		b, ok := r.pool.lookup(s.hashes[j])
+		b, ok := r.pool.lookup(keyOf(s.hashes, j))
 		if !ok {
 			break
 		}

@@ -5,17 +5,22 @@ import "math/bits"
 // hashTable maps block hashes to blocks: open addressing with linear probing, load factor at
 // most 1/2. Keys are already well-mixed 64-bit hashes; a lookup usually touches one cache
 // line, where a Go map touches two or three. The block pool leaves an evicted block's entry
-// in place for a while and checks entries against its blocks on lookup (blockPool.evict).
+// and each block records its entry's slot (onMove keeps the records when entries move), so an
+// evicted block's entry is removed at once, without a lookup.
 type hashTable struct {
 	slots []hashSlot // len is a power of two, or 0
 	shift uint       // 64 − log2(len(slots))
 	n     int
+	// onMove, when set, hears that the entry of block1 − 1 moved to slot i.
+	onMove func(block1 int32, i uint64)
 }
 
-// hashSlot holds a key and its block plus one; 0 marks an empty slot.
+// hashSlot holds a key and its block plus one; 0 marks an empty slot. aux is the owner's
+// (prefixTable): it fills what would be padding.
 type hashSlot struct {
 	key    uint64
 	block1 int32
+	aux    uint32
 }
 
 // home returns key's preferred slot; the multiplication spreads keys that are not uniform.
@@ -53,19 +58,20 @@ func (t *hashTable) touch(keys []uint64) uint64 {
 	return sink
 }
 
-// put maps key to block b, replacing any value key had. The caller makes room first
-// (full, grow).
-func (t *hashTable) put(key uint64, b int32) {
+// put maps key to block b, replacing any value key had, and returns the slot of the entry.
+// The caller makes room first (full, grow).
+func (t *hashTable) put(key uint64, b int32) uint64 {
 	mask := uint64(len(t.slots) - 1)
 	i := t.home(key)
 	for ; t.slots[i].block1 != 0; i = (i + 1) & mask {
 		if t.slots[i].key == key {
 			t.slots[i].block1 = b + 1
-			return
+			return i
 		}
 	}
 	t.slots[i] = hashSlot{key: key, block1: b + 1}
 	t.n++
+	return i
 }
 
 // full reports whether one more key would take the load factor above 1/2.
@@ -104,6 +110,9 @@ func (t *hashTable) deleteAt(i uint64) {
 		// Move j back into the hole at i unless its home lies cyclically in (i, j].
 		if h := t.home(t.slots[j].key); (j-h)&mask >= (j-i)&mask {
 			t.slots[i] = t.slots[j]
+			if t.onMove != nil {
+				t.onMove(t.slots[i].block1, i)
+			}
 			i = j
 		}
 	}
@@ -111,16 +120,30 @@ func (t *hashTable) deleteAt(i uint64) {
 	t.n--
 }
 
+// reserve sizes an empty table for n keys, so that it never grows on the way to them.
+func (t *hashTable) reserve(n int) {
+	size := 64
+	for 2*n > size {
+		size *= 2
+	}
+	t.resize(size)
+}
+
 // grow doubles the table (or allocates it) and reinserts every key.
-func (t *hashTable) grow() {
+func (t *hashTable) grow() { t.resize(max(2*len(t.slots), 64)) }
+
+// resize moves the table's keys to an array of size slots (a power of two).
+func (t *hashTable) resize(size int) {
 	old := t.slots
-	size := max(2*len(old), 64)
 	t.slots = make([]hashSlot, size)
 	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
 	t.n = 0
 	for _, s := range old {
 		if s.block1 != 0 {
-			t.put(s.key, s.block1-1)
+			i := t.put(s.key, s.block1-1)
+			if t.onMove != nil {
+				t.onMove(s.block1, i)
+			}
 		}
 	}
 }

@@ -51,3 +51,45 @@ func TestHashTableAgainstMap(t *testing.T) {
 		}
 	}
 }
+
+// TestPrefixTableAgainstMap runs random inserts, lookups and removals on a prefixTable and a
+// map, with few anchors so that lines fill and spill, tracking each entry's position through
+// onMove as the block pool does.
+func TestPrefixTableAgainstMap(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for round := range 50 {
+		var tab prefixTable
+		tab.reserve(64)
+		pos := map[int32]uint32{} // block → position
+		tab.onMove = func(block1 int32, p uint32) { pos[block1-1] = p }
+		want := map[uint64]int32{} // hash → block
+		keyOf := func(h uint64) blockKey { return blockKey{hash: h, anchor: h % 3, lane: uint32(h/3) % 4} }
+		next := int32(0)
+		for step := range 2000 {
+			h := uint64(r.IntN(200))
+			switch b, ok := want[h]; {
+			case ok && r.IntN(2) == 0: // remove it
+				tab.deleteAt(pos[b])
+				delete(want, h)
+				delete(pos, b)
+			case !ok && len(want) < 64 && r.IntN(2) == 0: // insert it
+				pos[next] = tab.put(keyOf(h), next)
+				want[h] = next
+				next++
+			default:
+				got, gok := tab.get(keyOf(h))
+				if gok != ok || (ok && got != b) {
+					t.Fatalf("round %d step %d: get(%d) = %d, %v; want %d, %v", round, step, h, got, gok, b, ok)
+				}
+			}
+			if tab.n != len(want) {
+				t.Fatalf("round %d step %d: %d entries, want %d", round, step, tab.n, len(want))
+			}
+		}
+		for h, b := range want {
+			if tab.key(pos[b]) != h {
+				t.Fatalf("round %d: block %d's position holds %d, want %d", round, b, tab.key(pos[b]), h)
+			}
+		}
+	}
+}

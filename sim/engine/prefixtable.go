@@ -1,0 +1,151 @@
+package engine
+
+// prefixTable maps block hashes to blocks, keeping a request's consecutive blocks together
+// in memory. Hashes are chained, so block j's hash fixes the hash of the first block of its
+// group (blocks groupBlocks·⌊j/groupBlocks⌋ onwards), its anchor, and its lane j mod
+// groupBlocks (blockKey). Each anchor picks a line of lineSlots slots, two cache lines: a
+// group's blocks, looked up, cached and evicted together, share their cache misses. Block j
+// may take one of two slots of its line, those of its lane, so a lookup compares two keys. A
+// block whose two slots are taken goes to an ordinary table (over) and the line counts it, so
+// lookups search over only for lines that overflowed: chains that part within a group, such
+// as the requests that follow a shared system prompt ending mid-group, share an anchor and
+// spill there.
+//
+// An entry's position is its slot in lines, or len(lines) plus its slot in over; the block
+// pool records each cached block's position (onMove hears when an entry in over moves).
+type prefixTable struct {
+	lines []hashSlot // lineSlots per line; a line's first slot's aux counts its entries in over
+	shift uint       // 64 − log2(number of lines)
+	over  hashTable  // entries whose line was full; aux is the line's first slot
+	n     int
+	// onMove, when set, hears that the entry of block1 − 1 moved to position pos.
+	onMove func(block1 int32, pos uint32)
+}
+
+const (
+	// groupBlocks is how many consecutive blocks share an anchor, and lineSlots how many
+	// entries a line holds: two per lane.
+	groupBlocks = 4
+	lineSlots   = 2 * groupBlocks
+)
+
+// blockKey is a block hash and where the table looks for it.
+type blockKey struct {
+	hash, anchor uint64
+	lane         uint32
+}
+
+// keyOf returns the key of block j of a sequence whose block hashes are hashes.
+func keyOf(hashes []uint64, j int) blockKey {
+	return blockKey{hash: hashes[j], anchor: hashes[j&^(groupBlocks-1)], lane: uint32(j & (groupBlocks - 1))}
+}
+
+// reserve sizes an empty table for n entries: lines hold twice as many.
+func (t *prefixTable) reserve(n int) {
+	lines := 16
+	for lineSlots*lines < 2*n {
+		lines *= 2
+	}
+	t.lines = make([]hashSlot, lineSlots*lines)
+	t.shift = 64
+	for l := lines; l > 1; l >>= 1 {
+		t.shift--
+	}
+	t.over.reserve(max(n/8, 64))
+	t.over.onMove = func(block1 int32, i uint64) {
+		if t.onMove != nil {
+			t.onMove(block1, uint32(len(t.lines))+uint32(i))
+		}
+	}
+}
+
+// line returns the first slot of anchor's line.
+func (t *prefixTable) line(anchor uint64) uint32 {
+	return uint32((anchor*0x9E3779B97F4A7C15)>>t.shift) * lineSlots
+}
+
+// get returns the block cached under k.
+func (t *prefixTable) get(k blockKey) (int32, bool) {
+	l := t.line(k.anchor)
+	ln := (*[lineSlots]hashSlot)(t.lines[l : l+lineSlots])
+	a := k.lane & (groupBlocks - 1)
+	if s := &ln[a]; s.key == k.hash && s.block1 != 0 {
+		return s.block1 - 1, true
+	}
+	if s := &ln[a+groupBlocks]; s.key == k.hash && s.block1 != 0 {
+		return s.block1 - 1, true
+	}
+	if ln[0].aux == 0 {
+		return 0, false
+	}
+	return t.over.get(k.hash)
+}
+
+// put maps k, which the table does not hold, to block b and returns its position.
+func (t *prefixTable) put(k blockKey, b int32) uint32 {
+	t.n++
+	l := t.line(k.anchor)
+	ln := (*[lineSlots]hashSlot)(t.lines[l : l+lineSlots])
+	for a := k.lane & (groupBlocks - 1); a < lineSlots; a += groupBlocks {
+		if ln[a].block1 == 0 {
+			ln[a].key, ln[a].block1 = k.hash, b+1
+			return l + a
+		}
+	}
+	ln[0].aux++
+	if t.over.full() {
+		t.over.grow()
+	}
+	i := t.over.put(k.hash, b)
+	t.over.slots[i].aux = l
+	return uint32(len(t.lines)) + uint32(i)
+}
+
+// key returns the hash of the entry at pos.
+func (t *prefixTable) key(pos uint32) uint64 {
+	if int(pos) < len(t.lines) {
+		return t.lines[pos].key
+	}
+	return t.over.slots[pos-uint32(len(t.lines))].key
+}
+
+// setBlock makes the entry at pos map to block b.
+func (t *prefixTable) setBlock(pos uint32, b int32) {
+	if int(pos) < len(t.lines) {
+		t.lines[pos].block1 = b + 1
+		return
+	}
+	t.over.slots[pos-uint32(len(t.lines))].block1 = b + 1
+}
+
+// deleteAt removes the entry at pos.
+func (t *prefixTable) deleteAt(pos uint32) {
+	t.n--
+	if int(pos) < len(t.lines) {
+		t.lines[pos].key, t.lines[pos].block1 = 0, 0 // aux stays: the line's count
+		return
+	}
+	i := uint64(pos - uint32(len(t.lines)))
+	t.lines[t.over.slots[i].aux].aux--
+	t.over.deleteAt(i)
+}
+
+// touch reads anchor's line (see hashTable.touch).
+func (t *prefixTable) touch(anchor uint64) uint64 { return t.lines[t.line(anchor)].key }
+
+// touchChain reads the lines of a sequence's blocks, one per group (see hashTable.touch).
+func (t *prefixTable) touchChain(hashes []uint64) uint64 {
+	var sink uint64
+	for j := 0; j < len(hashes); j += groupBlocks {
+		sink += t.touch(hashes[j])
+	}
+	return sink
+}
+
+// touchPos reads the entry at pos.
+func (t *prefixTable) touchPos(pos uint32) uint64 {
+	if int(pos) < len(t.lines) {
+		return t.lines[pos].key
+	}
+	return t.over.slots[pos-uint32(len(t.lines))].key
+}
