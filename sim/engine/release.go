@@ -21,8 +21,9 @@ type Semantics struct {
 	// the GPU's instead of adding to it.
 	AsyncScheduling bool
 	// HashOutput hashes and caches full blocks of generated tokens even when the request
-	// carries no Answer (Request.append_output_token_ids extends the block hashes,
-	// vllm/v1/request.py), so a preempted request hits its own output on recompute.
+	// carries no Answer (BlockPool.cache_full_blocks in vllm/v1/core/block_pool.py caches
+	// every full block of the request, generated tokens included; newer releases hash them
+	// as the Request appends them), so a preempted request hits its own output on recompute.
 	HashOutput bool
 	// DuplicateHits keeps every block holding a hash cached and hittable
 	// (BlockHashToBlockMap in vllm/v1/core/block_pool.py), not only the first one.
