@@ -41,7 +41,7 @@ var policyInfos = map[string]PolicyInfo{
 	},
 	"chwbl": {
 		Source:   "Neutree v1.1.1 (neutree-ai/neutree 6cb41726) cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py",
-		Rule:     "MD5 ring of a system+first-user-messages key; first endpoint on the ring with load+1 ≤ (T+1)/n·1.25, else the first",
+		Rule:     "MD5 ring of a system+first-user-messages key (else the whole body, str(payload)); first endpoint on the ring with load+1 ≤ (T+1)/n·1.25, else the first",
 		Variants: []string{CHWBLNeutree, CHWBLKubeAI + " (xxhash ring of adapter+first 100 runes, load ≤ (T+1)/n·1.25; internal/loadbalancer/balance_chwbl.go)"},
 	},
 	"lmetric": {
