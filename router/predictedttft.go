@@ -216,16 +216,20 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	}
 	p.sweep(s.Now)
 	p.hist, p.fresh = resize(p.hist, n), resize(p.fresh, n)
+	// The history is read only for candidates without events, and only those that hold some
+	// of it can match: a candidate holding nothing counts 0 however far the walk goes.
 	withEvents, without := false, false
 	for _, id := range p.candID {
 		if p.eps[id].events {
 			withEvents = true
-		} else {
+		} else if p.index.Len(id) > 0 {
 			without = true
 		}
 	}
 	if without {
 		p.index.Match(p.hashes, p.hist)
+	} else {
+		clear(p.hist)
 	}
 	if withEvents {
 		p.recent.Match(p.hashes, nil, p.fresh)

@@ -65,6 +65,15 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			history: []activeReq{{"ep-1", prompt, true}}, want: []int{1},
 		},
 		{
+			// ep-0 sends events (of another prompt); ep-1, without events, routed the prompt
+			// before: its history still counts beside ep-0's events, and ep-2's empty history
+			// is no match (0 ms against 160 ms).
+			name: "history counts beside another endpoint's events", speeds: []time.Duration{ms, ms, ms},
+			history: []activeReq{{"ep-1", prompt, true}},
+			stored:  []kvStore{{"ep-0", toks(3, 32), 0, 2}},
+			want:    []int{1},
+		},
+		{
 			// ep-1 sends events (of another prompt): a minute after routing, its history no
 			// longer counts; ep-2's events show the first 5 blocks: 80 ms against 160 ms.
 			name: "events override history", speeds: []time.Duration{ms, ms, ms},
