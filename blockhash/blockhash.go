@@ -19,7 +19,8 @@ import (
 )
 
 // Block returns the key of a block of tokens whose parent block has key parent. The first
-// block's parent is the salt.
+// block's parent is the salt. Blocks of up to 256 tokens are hashed from a buffer on the
+// stack, longer ones from one on the heap.
 func Block(parent uint64, tokens []int32) uint64 {
 	// Buffers sized to the block: Go zeroes a stack buffer on every call, and 16 tokens (vLLM's
 	// default block) need a quarter of the 64-token buffer.
@@ -29,6 +30,9 @@ func Block(parent uint64, tokens []int32) uint64 {
 		return xxh3.HashSeed(putTokens(buf[:], tokens), parent)
 	case len(tokens) <= 64:
 		var buf [4 * 64]byte
+		return xxh3.HashSeed(putTokens(buf[:], tokens), parent)
+	case len(tokens) <= 256:
+		var buf [4 * 256]byte
 		return xxh3.HashSeed(putTokens(buf[:], tokens), parent)
 	}
 	return xxh3.HashSeed(putTokens(make([]byte, 4*len(tokens)), tokens), parent)

@@ -118,3 +118,19 @@ func FuzzAppendChain(f *testing.F) {
 		}
 	})
 }
+
+// TestNoAllocations keeps hashing off the heap for blocks of up to 256 tokens, and for chains.
+func TestNoAllocations(t *testing.T) {
+	toks := testTokens(8192)
+	dst := make([]uint64, 0, 8192)
+	for _, n := range []int{1, 16, 64, 65, 256} {
+		if a := testing.AllocsPerRun(20, func() { sink = Block(1, toks[:n]) }); a != 0 {
+			t.Errorf("Block of %d tokens: %v allocations", n, a)
+		}
+	}
+	for _, bs := range []int{16, 64, 1024} {
+		if a := testing.AllocsPerRun(20, func() { dst = AppendChain(dst[:0], 1, toks, bs) }); a != 0 {
+			t.Errorf("AppendChain of %d-token blocks: %v allocations", bs, a)
+		}
+	}
+}
