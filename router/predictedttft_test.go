@@ -196,3 +196,38 @@ func TestPredictedTTFTQueuesWhatItPicked(t *testing.T) {
 		t.Errorf("two cold requests at once both went to endpoint %d", got[0])
 	}
 }
+
+// packedPrefill prices a prompt alone at perToken a token, and packed with others at half
+// that: what packing does not share (extra) is half the prompt's own time.
+type packedPrefill struct{ perToken time.Duration }
+
+func (m packedPrefill) PrefillTime(tokens, _, _ int, _ int64) time.Duration {
+	return time.Duration(tokens) * m.perToken
+}
+
+func (m packedPrefill) BatchTime(tokens, _ int, _ int64) time.Duration {
+	return time.Duration(tokens) * m.perToken / 2
+}
+
+// TestPredictedTTFTQueuesExtraTime checks that a request routed to an idle endpoint queues
+// its extra time there. 1000 tokens go to the idle ep-0 (own 1000 ms, extra 500 ms) and 700
+// to ep-1 (linear model: extra 0). A cold 100-token request then predicts on ep-0 the packed
+// 1100 tokens (550 ms) + the queued extra (500 ms) + its own extra (50 ms) = 1100 ms, and on
+// ep-1 800 ms: ep-1. Without the queued extra ep-0 would predict 600 ms.
+func TestPredictedTTFTQueuesExtraTime(t *testing.T) {
+	ms := time.Millisecond
+	p := mustNew(t, "predicted-ttft", nil)
+	obs := p.(router.Observer)
+	both := snap(0, 0)
+	both.Endpoints[0].Prefill, both.Endpoints[1].Prefill = packedPrefill{ms}, linearPrefill{ms}
+	for i, n := range []int{1000, 700} {
+		only := &router.Snapshot{Now: both.Now, Endpoints: both.Endpoints[i : i+1]}
+		req := &router.Request{ID: string(rune('a' + i)), Model: routertest.Model, Tokens: toks(20+i, n)}
+		d := pick(t, p, req, only)
+		obs.Routed(req, only.Endpoints[d.Index].ID, both.Now)
+	}
+	req := &router.Request{ID: "new", Model: routertest.Model, Tokens: toks(30, 100)}
+	if d := pick(t, p, req, both); d.Index != 1 {
+		t.Fatalf("picked endpoint %d, want 1 (ep-0's queued extra time makes it slower)", d.Index)
+	}
+}
