@@ -98,8 +98,30 @@ type PredictedTTFT struct {
 		req    *Request
 		id     string
 		tokens []int
-		extra  []time.Duration
+		extra  []time.Duration // deferredExtra: not needed by the prediction, priced by Routed from batch
+		batch  []batchArgs
 	}
+}
+
+// deferredExtra marks an extra time (never negative) that Pick did not price: the prediction
+// did not need it, and only the endpoint the request is routed to needs it.
+const deferredExtra time.Duration = -1
+
+// batchArgs is what prices a deferred extra time: own − BatchTime(tokens, decoding, ctx).
+type batchArgs struct {
+	model       PrefillPredictor
+	tokens, dec int
+	ctx         int64
+	own         time.Duration
+}
+
+// extra returns the extra time of endpoint id from the last Pick, pricing it if deferred.
+func (p *PredictedTTFT) extra(id int32) time.Duration {
+	if x := p.last.extra[id]; x != deferredExtra {
+		return x
+	}
+	b := p.last.batch[id]
+	return max(0, b.own-b.model.BatchTime(b.tokens, b.dec, b.ctx))
 }
 
 // ttftEp is one endpoint's queue of prefill work.
@@ -161,6 +183,7 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 	p.pred = resize(p.pred, len(p.cand))
 	p.last.tokens = resize(p.last.tokens, p.ids.size())
 	p.last.extra = resize(p.last.extra, p.ids.size())
+	p.last.batch = resize(p.last.batch, p.ids.size())
 	p.last.req, p.last.id = req, req.ID
 	for k, i := range p.cand {
 		e, id := &s.Endpoints[i], p.candID[k]
@@ -177,7 +200,8 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 // tokens, on endpoint e (id), its running requests decoding alongside and its wait for KV
 // space (kvWait) added; the time its own prefill takes; and the part of that time that packing
 // into steps does not share (its attention over its own context: own − the same tokens packed
-// without context).
+// without context), or deferredExtra when nothing is queued there for it to add to (the
+// prediction does not need it; p.last.batch[id] keeps what prices it, for Routed).
 func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached, out int, now time.Time) (ttft, own, extra time.Duration) {
 	q := p.eps[id]
 	if e.Prefill == nil {
@@ -192,11 +216,12 @@ func (p *PredictedTTFT) predict(e *EndpointState, id int32, newTokens, cached, o
 	// scraped Running, which a stale scrape would turn into a wrong prediction.
 	dec, ctx := max(0, e.InFlight-q.pending), int64(e.InFlightTokens)
 	own = e.Prefill.PrefillTime(newTokens, cached, dec, ctx)
-	extra = max(0, own-e.Prefill.BatchTime(newTokens, dec, ctx))
 	wait := kvWait(e, q.queued, newTokens, out, dec, ctx)
-	if q.pending == 0 {
-		return own + wait, own, extra
+	if q.pending == 0 { // nothing queued for extra to add to: priced if routed here
+		p.last.batch[id] = batchArgs{e.Prefill, newTokens, dec, ctx, own}
+		return own + wait, own, deferredExtra
 	}
+	extra = max(0, own-e.Prefill.BatchTime(newTokens, dec, ctx))
 	return max(e.Prefill.BatchTime(q.queued+newTokens, dec, ctx)+q.extra+extra-now.Sub(q.busySince), own) + wait, own, extra
 }
 
@@ -216,16 +241,20 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	}
 	p.sweep(s.Now)
 	p.hist, p.fresh = resize(p.hist, n), resize(p.fresh, n)
+	// The history is read only for candidates without events, and only those that hold some
+	// of it can match: a candidate holding nothing counts 0 however far the walk goes.
 	withEvents, without := false, false
 	for _, id := range p.candID {
 		if p.eps[id].events {
 			withEvents = true
-		} else {
+		} else if p.index.Len(id) > 0 {
 			without = true
 		}
 	}
 	if without {
 		p.index.Match(p.hashes, p.hist)
+	} else {
+		clear(p.hist)
 	}
 	if withEvents {
 		p.recent.Match(p.hashes, nil, p.fresh)
@@ -270,7 +299,7 @@ func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
 	tokens, extra := isl(req), time.Duration(0) // not picked by this policy: the whole prompt
 	picked := p.last.req == req && p.last.id == req.ID
 	if picked && int(id) < len(p.last.tokens) {
-		tokens, extra = p.last.tokens[id], p.last.extra[id]
+		tokens, extra = p.last.tokens[id], p.extra(id)
 	}
 	if !picked {
 		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)

@@ -65,6 +65,15 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			history: []activeReq{{"ep-1", prompt, true}}, want: []int{1},
 		},
 		{
+			// ep-0 sends events (of another prompt); ep-1, without events, routed the prompt
+			// before: its history still counts beside ep-0's events, and ep-2's empty history
+			// is no match (0 ms against 160 ms).
+			name: "history counts beside another endpoint's events", speeds: []time.Duration{ms, ms, ms},
+			history: []activeReq{{"ep-1", prompt, true}},
+			stored:  []kvStore{{"ep-0", toks(3, 32), 0, 2}},
+			want:    []int{1},
+		},
+		{
 			// ep-1 sends events (of another prompt): a minute after routing, its history no
 			// longer counts; ep-2's events show the first 5 blocks: 80 ms against 160 ms.
 			name: "events override history", speeds: []time.Duration{ms, ms, ms},
@@ -185,5 +194,40 @@ func TestPredictedTTFTQueuesWhatItPicked(t *testing.T) {
 	}
 	if got[0] == got[1] {
 		t.Errorf("two cold requests at once both went to endpoint %d", got[0])
+	}
+}
+
+// packedPrefill prices a prompt alone at perToken a token, and packed with others at half
+// that: what packing does not share (extra) is half the prompt's own time.
+type packedPrefill struct{ perToken time.Duration }
+
+func (m packedPrefill) PrefillTime(tokens, _, _ int, _ int64) time.Duration {
+	return time.Duration(tokens) * m.perToken
+}
+
+func (m packedPrefill) BatchTime(tokens, _ int, _ int64) time.Duration {
+	return time.Duration(tokens) * m.perToken / 2
+}
+
+// TestPredictedTTFTQueuesExtraTime checks that a request routed to an idle endpoint queues
+// its extra time there. 1000 tokens go to the idle ep-0 (own 1000 ms, extra 500 ms) and 700
+// to ep-1 (linear model: extra 0). A cold 100-token request then predicts on ep-0 the packed
+// 1100 tokens (550 ms) + the queued extra (500 ms) + its own extra (50 ms) = 1100 ms, and on
+// ep-1 800 ms: ep-1. Without the queued extra ep-0 would predict 600 ms.
+func TestPredictedTTFTQueuesExtraTime(t *testing.T) {
+	ms := time.Millisecond
+	p := mustNew(t, "predicted-ttft", nil)
+	obs := p.(router.Observer)
+	both := snap(0, 0)
+	both.Endpoints[0].Prefill, both.Endpoints[1].Prefill = packedPrefill{ms}, linearPrefill{ms}
+	for i, n := range []int{1000, 700} {
+		only := &router.Snapshot{Now: both.Now, Endpoints: both.Endpoints[i : i+1]}
+		req := &router.Request{ID: string(rune('a' + i)), Model: routertest.Model, Tokens: toks(20+i, n)}
+		d := pick(t, p, req, only)
+		obs.Routed(req, only.Endpoints[d.Index].ID, both.Now)
+	}
+	req := &router.Request{ID: "new", Model: routertest.Model, Tokens: toks(30, 100)}
+	if d := pick(t, p, req, both); d.Index != 1 {
+		t.Fatalf("picked endpoint %d, want 1 (ep-0's queued extra time makes it slower)", d.Index)
 	}
 }
