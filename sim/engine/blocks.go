@@ -226,7 +226,8 @@ func (p *blockPool) unlinkDup(b int32) {
 // hash stays cached until the last is evicted. KV events are published per hash, not per
 // duplicate.
 func (p *blockPool) cache(b int32, k blockKey) {
-	if c, ok := p.cached.get(k); ok {
+	c, pos, found := p.cached.getOrPut(k, b)
+	if found {
 		if p.dupHits { // b joins the blocks cached under h, after the last of them
 			for p.blocks[c].dup != 0 {
 				c = p.blocks[c].dup - 1
@@ -236,7 +237,7 @@ func (p *blockPool) cache(b int32, k blockKey) {
 		}
 		return
 	}
-	p.blocks[b].slot = p.cached.put(k, b) + 1
+	p.blocks[b].slot = pos + 1
 	if p.events != nil {
 		p.events(true, k.hash)
 	}
