@@ -147,7 +147,7 @@ func (r *Replica) hashUpTo(s *seq, n int) int {
 	}
 	if s.hashes == nil {
 		known := s.knownBlocks(r.bs)
-		s.hashes = make([]uint64, 0, known)
+		s.hashes = r.memo.takeHashes(known)
 		r.hashBlocks(s, min(known, (s.promptLen+s.outputLen)/r.bs))
 	}
 	return r.hashBlocks(s, n)
