@@ -162,17 +162,17 @@ func appendKeyedTokens(dst []int32, key uint64, n int) []int32 {
 	for done := 0; done < n; {
 		k := min(len(buf), n-done)
 		b := buf[:k]
-		i := 0
-		for ; i+1 < len(b); i += 2 {
+		for len(b) >= 2 { // no bounds checks
 			x := mix64(c)
 			c += gamma
-			b[i] = int32(((x & 0xffffffff) * VocabSize) >> 32)
-			b[i+1] = int32(((x >> 32) * VocabSize) >> 32)
+			b[0] = int32(((x & 0xffffffff) * VocabSize) >> 32)
+			b[1] = int32(((x >> 32) * VocabSize) >> 32)
+			b = b[2:]
 		}
-		if i < len(b) { // the last token, of an odd n
-			b[i] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
+		if len(b) == 1 { // the last token, of an odd n
+			b[0] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
 		}
-		dst = append(dst, b...)
+		dst = append(dst, buf[:k]...)
 		done += k
 	}
 	return dst
