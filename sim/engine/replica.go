@@ -197,7 +197,7 @@ func (r *Replica) Down() bool { return r.down }
 func (r *Replica) Submit(req *Request) {
 	now := r.k.Now()
 	r.nonce++
-	s := r.newSeq()
+	s := r.newSeq(r.blocksFor(len(req.Prompt) + req.OutputTokens))
 	*s = seq{req: req, arrival: now, hashable: -1, nonce: r.nonce, private: r.private, blocks: s.blocks[:0],
 		promptLen: len(req.Prompt), outputLen: req.OutputTokens, knownLen: len(req.Prompt) + len(req.Answer)}
 	if r.sem.HashOutput && !s.private {
@@ -434,16 +434,21 @@ func (r *Replica) Recover() { r.down = false }
 // maxSpareSeqs bounds Replica.spare.
 const maxSpareSeqs = 64
 
-// newSeq returns a request state for Submit to fill: a spare one when there is one, so that
-// its block table's array is reused too.
-func (r *Replica) newSeq() *seq {
-	if k := len(r.spare) - 1; k >= 0 {
-		s := r.spare[k]
-		r.spare[k] = nil
-		r.spare = r.spare[:k]
-		return s
+// newSeq returns a request state for Submit to fill: a spare one when there is one, whose
+// block table's array holds blocks blocks when one does, so that the array is reused too.
+func (r *Replica) newSeq(blocks int) *seq {
+	k := len(r.spare) - 1
+	if k < 0 {
+		return new(seq)
 	}
-	return new(seq)
+	i := k
+	for i > 0 && cap(r.spare[i].blocks) < blocks {
+		i--
+	}
+	s := r.spare[i]
+	r.spare[i], r.spare[k] = r.spare[k], nil
+	r.spare = r.spare[:k]
+	return s
 }
 
 // recycle keeps ended request s, which holds no blocks and which nothing refers to once its
