@@ -1,9 +1,9 @@
 package workloads
 
 import (
-	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"time"
 	"unsafe"
 )
@@ -69,9 +69,9 @@ func newSession(t *tenant, c *conversation, withText bool) *session {
 	t.count++
 	s := &session{t: t, conv: c, turn: -1}
 	if t.multi {
-		s.id = fmt.Sprintf("%ss%d", t.prefix, n)
+		s.id = t.prefix + "s" + strconv.Itoa(n)
 	} else {
-		s.id = fmt.Sprintf("%sr%d", t.prefix, n)
+		s.id = t.prefix + "r" + strconv.Itoa(n)
 	}
 	s.reserve(withText)
 	if c.hasSystem {
@@ -155,7 +155,7 @@ func (s *session) next(at time.Duration, withText bool) Request {
 	}
 	if s.t.multi {
 		req.Session = s.id
-		req.ID = fmt.Sprintf("%s.%d", s.id, s.turn)
+		req.ID = s.id + "." + strconv.Itoa(s.turn)
 	}
 	if withText {
 		req.Text = s.text

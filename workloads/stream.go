@@ -1,7 +1,6 @@
 package workloads
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"io"
@@ -86,7 +85,7 @@ func (s *Stream) Next() (Request, bool) {
 	if from != nil {
 		from.head = nil
 	} else {
-		heap.Pop(&s.follow)
+		s.follow.pop()
 	}
 	s.stats.Requests++
 	if got.req.Turn == 0 {
@@ -136,7 +135,7 @@ func (s *Stream) Done(id string, c Completion) error {
 		return nil
 	}
 	s.seq++
-	heap.Push(&s.follow, followItem{pending: pending{req: sess.next(at, s.text), sess: sess}, seq: s.seq})
+	s.follow.push(followItem{pending: pending{req: sess.next(at, s.text), sess: sess}, seq: s.seq})
 	return nil
 }
 
@@ -256,23 +255,53 @@ type followItem struct {
 	seq uint64
 }
 
-// followQueue is a min-heap of follow-ups by (arrival, seq).
+// followQueue is a binary min-heap of follow-ups by (arrival, seq), a total order. It sifts
+// as container/heap does, on the items themselves: boxing each item in an interface to push
+// and pop it allocated twice per follow-up.
 type followQueue []followItem
 
-func (q followQueue) Len() int { return len(q) }
-func (q followQueue) Less(i, j int) bool {
+func (q followQueue) less(i, j int) bool {
 	if q[i].req.Arrival != q[j].req.Arrival {
 		return q[i].req.Arrival < q[j].req.Arrival
 	}
 	return q[i].seq < q[j].seq
 }
-func (q followQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *followQueue) Push(x any)   { *q = append(*q, x.(followItem)) }
-func (q *followQueue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return it
+
+// push adds it to the queue.
+func (q *followQueue) push(it followItem) {
+	*q = append(*q, it)
+	h := *q
+	for j := len(h) - 1; j > 0; {
+		i := (j - 1) / 2 // parent
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		j = i
+	}
+}
+
+// pop removes the first follow-up; the queue is not empty.
+func (q *followQueue) pop() {
+	h := *q
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
+	for i := 0; ; {
+		j := 2*i + 1
+		if j >= n {
+			break
+		}
+		if j2 := j + 1; j2 < n && h.less(j2, j) {
+			j = j2
+		}
+		if !h.less(j, i) {
+			break
+		}
+		h[i], h[j] = h[j], h[i]
+		i = j
+	}
+	h[n] = followItem{} // drop the references
+	*q = h[:n]
 }
 
 // source produces the conversations of one workload in order.

@@ -256,3 +256,57 @@ func TestStreamConcurrentDone(t *testing.T) {
 		t.Errorf("took %d requests, want 300", taken)
 	}
 }
+
+// TestFollowQueueOrder pushes follow-ups in a random order, with tied arrivals, popping some
+// on the way, and checks that they come out by (arrival, seq).
+func TestFollowQueueOrder(t *testing.T) {
+	r := newRand(5, 6)
+	var q followQueue
+	var got []followItem
+	for seq := range uint64(500) {
+		q.push(followItem{pending: pending{req: Request{Arrival: time.Duration(r.IntN(50))}}, seq: seq})
+		if r.IntN(4) == 0 {
+			got = append(got, q[0])
+			q.pop()
+		}
+	}
+	for len(q) > 0 {
+		got = append(got, q[0])
+		q.pop()
+	}
+	if len(got) != 500 {
+		t.Fatalf("popped %d items, want 500", len(got))
+	}
+	// Check each popped item against the ones still queued when it was popped: replay.
+	var ref []followItem
+	r = newRand(5, 6)
+	k := 0
+	less := func(a, b followItem) int {
+		if a.req.Arrival != b.req.Arrival {
+			return int(a.req.Arrival - b.req.Arrival)
+		}
+		return int(a.seq) - int(b.seq)
+	}
+	popMin := func() {
+		i := 0
+		for j := range ref {
+			if less(ref[j], ref[i]) < 0 {
+				i = j
+			}
+		}
+		if got[k].seq != ref[i].seq {
+			t.Fatalf("pop %d: seq %d, want %d", k, got[k].seq, ref[i].seq)
+		}
+		k++
+		ref = slices.Delete(ref, i, i+1)
+	}
+	for seq := range uint64(500) {
+		ref = append(ref, followItem{pending: pending{req: Request{Arrival: time.Duration(r.IntN(50))}}, seq: seq})
+		if r.IntN(4) == 0 {
+			popMin()
+		}
+	}
+	for len(ref) > 0 {
+		popMin()
+	}
+}

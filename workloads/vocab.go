@@ -156,26 +156,35 @@ func syllableIndex(s string) (int, error) {
 // SplitMix64 sequence of key: token i depends only on key and i, so the first k tokens of a
 // key's sequence are the same whatever n is (a shorter block is a prefix of a longer one).
 func appendKeyedTokens(dst []int32, key uint64, n int) []int32 {
-	const gamma = 0x9e3779b97f4a7c15
 	var buf [256]int32 // filled locally, appended in bulk: cheaper under the race detector
 	c := key           // key + pair·gamma: one mix64 gives a pair of tokens
 	for done := 0; done < n; {
 		k := min(len(buf), n-done)
-		b := buf[:k]
-		i := 0
-		for ; i+1 < len(b); i += 2 {
-			x := mix64(c)
-			c += gamma
-			b[i] = int32(((x & 0xffffffff) * VocabSize) >> 32)
-			b[i+1] = int32(((x >> 32) * VocabSize) >> 32)
+		c = fillKeyedPairs(buf[:k&^1], c)
+		if k&1 == 1 { // the last token, of an odd n
+			buf[k-1] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
 		}
-		if i < len(b) { // the last token, of an odd n
-			b[i] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
-		}
-		dst = append(dst, b...)
+		dst = append(dst, buf[:k]...)
 		done += k
 	}
 	return dst
+}
+
+// fillKeyedPairs fills b, of even length, with the pairs of tokens of the SplitMix64 sequence
+// from state c (mix64 written out, with its additions folded into c) and returns the state
+// after them.
+func fillKeyedPairs(b []int32, c uint64) uint64 {
+	const gamma = 0x9e3779b97f4a7c15
+	for i := 1; i < len(b); i += 2 {
+		x := c + gamma
+		c = x
+		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+		x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+		x ^= x >> 31
+		lo, hi := (x&0xffffffff)*VocabSize, (x>>32)*VocabSize
+		b[i-1], b[i] = int32(lo>>32), int32(hi>>32)
+	}
+	return c
 }
 
 // keyedSegment returns n tokens of key's sequence and, when withText is set, their text.

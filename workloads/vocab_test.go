@@ -144,3 +144,12 @@ func TestAppendWordsMatchesSyllables(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkAppendKeyedTokens draws a turn's worth of synthetic tokens into a reused array.
+func BenchmarkAppendKeyedTokens(b *testing.B) {
+	b.ReportAllocs()
+	dst := make([]int32, 0, 1024)
+	for i := 0; b.Loop(); i++ {
+		dst = appendKeyedTokens(dst[:0], uint64(i), 1000)
+	}
+}

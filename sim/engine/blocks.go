@@ -226,7 +226,8 @@ func (p *blockPool) unlinkDup(b int32) {
 // hash stays cached until the last is evicted. KV events are published per hash, not per
 // duplicate.
 func (p *blockPool) cache(b int32, k blockKey) {
-	if c, ok := p.cached.get(k); ok {
+	c, pos, found := p.cached.getOrPut(k, b)
+	if found {
 		if p.dupHits { // b joins the blocks cached under h, after the last of them
 			for p.blocks[c].dup != 0 {
 				c = p.blocks[c].dup - 1
@@ -236,7 +237,7 @@ func (p *blockPool) cache(b int32, k blockKey) {
 		}
 		return
 	}
-	p.blocks[b].slot = p.cached.put(k, b) + 1
+	p.blocks[b].slot = pos + 1
 	if p.events != nil {
 		p.events(true, k.hash)
 	}
@@ -264,17 +265,28 @@ func (p *blockPool) touchBlocks(blocks []int32) uint64 {
 // block without a hash goes to the head instead, to be reused first.
 func (p *blockPool) release(blocks []int32) {
 	p.sink += p.touchBlocks(blocks)
+	if int(p.tail-p.head)+len(blocks) > len(p.ring) {
+		p.compactFree() // leaves at most len(p.blocks) entries: room for every block
+	}
+	mask := uint32(len(p.ring) - 1)
 	for i := len(blocks) - 1; i >= 0; i-- {
 		b := blocks[i]
-		if p.blocks[b].ref--; p.blocks[b].ref == 0 {
-			if p.unhashedToHead && p.blocks[b].slot == 0 { // no hash, not parked
-				p.pushHead(b)
-			} else {
-				p.pushTail(b)
-			}
-		} else if p.blocks[b].ref < 0 {
+		bl := &p.blocks[b]
+		if bl.ref--; bl.ref > 0 {
+			continue
+		} else if bl.ref < 0 {
 			panic("engine: negative block ref count") // a broken invariant, not bad input
 		}
+		p.numFree++
+		if p.unhashedToHead && bl.slot == 0 { // no hash, not parked: to the head
+			p.head--
+			p.ring[p.head&mask] = b
+			bl.qpos = p.head
+			continue
+		}
+		p.ring[p.tail&mask] = b
+		bl.qpos = p.tail
+		p.tail++
 	}
 }
 

@@ -14,7 +14,13 @@ import "unsafe"
 // concurrent use.
 type HashMemo struct {
 	slots []memoEntry
+	// spare holds hash arrays no one reads any more (their entries were overwritten, or
+	// their requests never entered the memo), for the next requests to fill (takeHashes).
+	spare [][]uint64
 }
+
+// maxSpare bounds HashMemo.spare.
+const maxSpare = 64
 
 // memoSlots is the number of requests a replica's own memo holds; a power of two.
 const memoSlots = 256
@@ -37,15 +43,40 @@ type memoEntry struct {
 	hashes []uint64 // hashes of the full blocks of prompt, then answer
 }
 
-// remember records completed request s.
-func (m *HashMemo) remember(s *seq, blockSize int) {
+// remember records completed request s. The memo keeps s.hashes (and stops reading the
+// hashes of the entry it replaces: they become spare). It reports whether it kept them.
+func (m *HashMemo) remember(s *seq, blockSize int) bool {
 	if len(s.hashes) == 0 {
-		return
+		return false
 	}
 	ans := s.req.Answer[:min(len(s.req.Answer), max(s.generated, 0))]
-	m.slots[s.hashes[0]&uint64(len(m.slots)-1)] = memoEntry{
+	e := &m.slots[s.hashes[0]&uint64(len(m.slots)-1)]
+	m.release(e.hashes)
+	*e = memoEntry{
 		first: s.hashes[0], salt: s.req.Salt, bs: blockSize, prompt: s.req.Prompt, answer: ans, hashes: s.hashes,
 	}
+	return true
+}
+
+// release hands back a hash array that no one reads any more.
+func (m *HashMemo) release(h []uint64) {
+	if cap(h) > 0 && len(m.spare) < maxSpare {
+		m.spare = append(m.spare, h[:0])
+	}
+}
+
+// takeHashes returns an empty hash array with room for n hashes, a spare one when one is
+// large enough.
+func (m *HashMemo) takeHashes(n int) []uint64 {
+	for i := len(m.spare) - 1; i >= 0; i-- {
+		if h := m.spare[i]; cap(h) >= n {
+			k := len(m.spare) - 1
+			m.spare[i], m.spare[k] = m.spare[k], nil
+			m.spare = m.spare[:k]
+			return h
+		}
+	}
+	return make([]uint64, 0, n)
 }
 
 // reuse appends to s.hashes, which holds only the first block's hash, the hashes a remembered

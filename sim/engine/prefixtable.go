@@ -61,13 +61,13 @@ func (t *prefixTable) reserve(n int) {
 
 // line returns the first slot of anchor's line.
 func (t *prefixTable) line(anchor uint64) uint32 {
-	return uint32((anchor*0x9E3779B97F4A7C15)>>t.shift) * lineSlots
+	return uint32((anchor*0x9E3779B97F4A7C15)>>(t.shift&63)) * lineSlots // shift < 64: no guard
 }
 
 // get returns the block cached under k.
 func (t *prefixTable) get(k blockKey) (int32, bool) {
 	l := t.line(k.anchor)
-	ln := (*[lineSlots]hashSlot)(t.lines[l : l+lineSlots])
+	ln := (*[lineSlots]hashSlot)(t.lines[l:])
 	a := k.lane & (groupBlocks - 1)
 	if s := &ln[a]; s.key == k.hash && s.block1 != 0 {
 		return s.block1 - 1, true
@@ -85,14 +85,51 @@ func (t *prefixTable) get(k blockKey) (int32, bool) {
 func (t *prefixTable) put(k blockKey, b int32) uint32 {
 	t.n++
 	l := t.line(k.anchor)
-	ln := (*[lineSlots]hashSlot)(t.lines[l : l+lineSlots])
+	ln := (*[lineSlots]hashSlot)(t.lines[l:])
 	for a := k.lane & (groupBlocks - 1); a < lineSlots; a += groupBlocks {
 		if ln[a].block1 == 0 {
 			ln[a].key, ln[a].block1 = k.hash, b+1
 			return l + a
 		}
 	}
-	ln[0].aux++
+	return t.spill(l, k, b)
+}
+
+// getOrPut returns the block cached under k when the table holds it; otherwise it maps k to
+// block b and returns the new entry's position. It is get then put, reading the line once.
+func (t *prefixTable) getOrPut(k blockKey, b int32) (c int32, pos uint32, found bool) {
+	l := t.line(k.anchor)
+	ln := (*[lineSlots]hashSlot)(t.lines[l:])
+	a := k.lane & (groupBlocks - 1)
+	s0, s1 := &ln[a], &ln[a+groupBlocks]
+	if s0.key == k.hash && s0.block1 != 0 {
+		return s0.block1 - 1, 0, true
+	}
+	if s1.key == k.hash && s1.block1 != 0 {
+		return s1.block1 - 1, 0, true
+	}
+	if ln[0].aux != 0 {
+		if c, ok := t.over.get(k.hash); ok {
+			return c, 0, true
+		}
+	}
+	t.n++
+	switch {
+	case s0.block1 == 0:
+		s0.key, s0.block1 = k.hash, b+1
+		return 0, l + a, false
+	case s1.block1 == 0:
+		s1.key, s1.block1 = k.hash, b+1
+		return 0, l + a + groupBlocks, false
+	}
+	return 0, t.spill(l, k, b), false
+}
+
+// spill puts k, whose line l has both its lane's slots taken, in over; the line counts it.
+// The caller has counted the entry in t.n.
+func (t *prefixTable) spill(l uint32, k blockKey, b int32) uint32 {
+	ln := &t.lines[l]
+	ln.aux++
 	if t.over.full() {
 		t.over.grow()
 	}

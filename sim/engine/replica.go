@@ -109,6 +109,7 @@ type Replica struct {
 	// running (preempted) are ignored. scanAll (set by Abort) makes settle read due.
 	expl    []int32
 	scanAll bool
+	spare   []*seq // ended requests' state, for Submit to reuse (recycle)
 	scratch []int32
 	memo    *HashMemo
 	hits    []int32
@@ -196,7 +197,8 @@ func (r *Replica) Down() bool { return r.down }
 func (r *Replica) Submit(req *Request) {
 	now := r.k.Now()
 	r.nonce++
-	s := &seq{req: req, arrival: now, hashable: -1, nonce: r.nonce, private: r.private,
+	s := r.newSeq(r.blocksFor(len(req.Prompt) + req.OutputTokens))
+	*s = seq{req: req, arrival: now, hashable: -1, nonce: r.nonce, private: r.private, blocks: s.blocks[:0],
 		promptLen: len(req.Prompt), outputLen: req.OutputTokens, knownLen: len(req.Prompt) + len(req.Answer)}
 	if r.sem.HashOutput && !s.private {
 		s.knownLen = max(s.knownLen, s.promptLen+s.outputLen) // every generated token has a hash
@@ -371,11 +373,13 @@ func (r *Replica) compactFinished(now sim.Time) {
 		if s.generated < 0 {
 			s.generated = -s.generated
 			r.m.Completed++
-			r.memo.remember(s, r.bs)
+			kept := r.memo.remember(s, r.bs)
 			r.end(s, Completed, now)
+			r.recycle(s, kept)
 			continue
 		}
 		r.end(s, Aborted, now) // settle freed its blocks
+		r.recycle(s, false)
 	}
 	n, kept := len(r.running), int(r.gone[0])
 	for k, i := range r.gone {
@@ -426,3 +430,35 @@ func (r *Replica) Fail() {
 
 // Recover brings a failed replica back, empty.
 func (r *Replica) Recover() { r.down = false }
+
+// maxSpareSeqs bounds Replica.spare.
+const maxSpareSeqs = 64
+
+// newSeq returns a request state for Submit to fill: a spare one when there is one, whose
+// block table's array holds blocks blocks when one does, so that the array is reused too.
+func (r *Replica) newSeq(blocks int) *seq {
+	k := len(r.spare) - 1
+	if k < 0 {
+		return new(seq)
+	}
+	i := k
+	for i > 0 && cap(r.spare[i].blocks) < blocks {
+		i--
+	}
+	s := r.spare[i]
+	r.spare[i], r.spare[k] = r.spare[k], nil
+	r.spare = r.spare[:k]
+	return s
+}
+
+// recycle keeps ended request s, which holds no blocks and which nothing refers to once its
+// Done hook has returned, for newSeq. Its hashes go back to the memo unless the memo kept them.
+func (r *Replica) recycle(s *seq, memoKept bool) {
+	if !memoKept {
+		r.memo.release(s.hashes)
+	}
+	s.hashes, s.req = nil, nil
+	if len(r.spare) < maxSpareSeqs {
+		r.spare = append(r.spare, s)
+	}
+}

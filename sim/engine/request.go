@@ -147,7 +147,7 @@ func (r *Replica) hashUpTo(s *seq, n int) int {
 	}
 	if s.hashes == nil {
 		known := s.knownBlocks(r.bs)
-		s.hashes = make([]uint64, 0, known)
+		s.hashes = r.memo.takeHashes(known)
 		r.hashBlocks(s, min(known, (s.promptLen+s.outputLen)/r.bs))
 	}
 	return r.hashBlocks(s, n)
@@ -175,13 +175,15 @@ func (r *Replica) hashBlocks(s *seq, n int) int {
 
 // blockTokens returns full block j's tokens: the prompt's, the Answer's, and past the Answer
 // the generated tokens the release hashes (OutputToken), built in *buf when the block is not
-// a slice of the prompt. It is false when a token of the block is not known.
+// a slice of the prompt or of the Answer. It is false when a token of the block is not known.
 func (r *Replica) blockTokens(s *seq, j int, buf *[]int32) ([]int32, bool) {
 	lo, hi := j*r.bs, (j+1)*r.bs
 	prompt, answer := s.req.Prompt, s.req.Answer
 	switch {
 	case hi <= len(prompt):
 		return prompt[lo:hi], true
+	case lo >= len(prompt) && hi <= len(prompt)+len(answer):
+		return answer[lo-len(prompt) : hi-len(prompt)], true
 	case hi <= len(prompt)+len(answer):
 	case r.sem.HashOutput && !s.private && hi <= s.promptLen+s.outputLen:
 	default:

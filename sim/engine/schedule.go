@@ -180,9 +180,9 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	for _, b := range r.hits {
 		r.pool.touch(b)
 	}
-	if s.blocks == nil {
+	if need := r.blocksFor(s.promptLen + s.outputLen); cap(s.blocks) < need {
 		// Room for every block s can ever hold, so that decoding never regrows it.
-		s.blocks = make([]int32, 0, r.blocksFor(s.promptLen+s.outputLen))
+		s.blocks = make([]int32, 0, need)
 	}
 	s.blocks = append(s.blocks[:0], r.hits...)
 	s.computed = hit

@@ -52,7 +52,7 @@ func TestHashTableAgainstMap(t *testing.T) {
 	}
 }
 
-// TestPrefixTableAgainstMap runs random inserts, lookups and removals on a prefixTable and a
+// TestPrefixTableAgainstMap runs random inserts, lookups (getOrPut too) and removals on a prefixTable and a
 // map, with few anchors so that lines fill and spill, tracking each entry's position through
 // onMove as the block pool does.
 func TestPrefixTableAgainstMap(t *testing.T) {
@@ -76,6 +76,16 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 				pos[next] = tab.put(keyOf(h), next)
 				want[h] = next
 				next++
+			case len(want) < 64 && r.IntN(3) == 0: // look it up, inserting it when absent
+				got, p, found := tab.getOrPut(keyOf(h), next)
+				if found != ok || (ok && got != b) {
+					t.Fatalf("round %d step %d: getOrPut(%d) = %d, %v; want %d, %v", round, step, h, got, found, b, ok)
+				}
+				if !found {
+					pos[next] = p
+					want[h] = next
+					next++
+				}
 			default:
 				got, gok := tab.get(keyOf(h))
 				if gok != ok || (ok && got != b) {
