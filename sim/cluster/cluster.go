@@ -9,6 +9,7 @@ import (
 	"kvroute/gpumodel"
 	"kvroute/results"
 	"kvroute/router"
+	"kvroute/router/prefix"
 	"kvroute/sim"
 	"kvroute/sim/engine"
 	"kvroute/workloads"
@@ -103,7 +104,7 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 		s.rt = append(s.rt, ri)
 	}
 	s.arrivalFn, s.tickFn = s.onArrival, s.tick
-	s.salt = engine.BlockHash(0, modelSalt(cfg.Model))
+	s.salt = prefix.ModelSalt(cfg.Model) // the routers' salt: their keys are the engine's
 	// One hash memo for the fleet: a conversation's next turn reuses its history's block
 	// hashes whichever replica it lands on.
 	memo := engine.NewHashMemo(256 * len(cfg.Replicas))
@@ -127,15 +128,6 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 		}
 	}
 	return s, nil
-}
-
-// modelSalt turns the model name into tokens for the first block's hash seed.
-func modelSalt(model string) []int32 {
-	out := make([]int32, len(model))
-	for i := range model {
-		out[i] = int32(model[i])
-	}
-	return out
 }
 
 func (s *Sim) hooks(i int) engine.Hooks {

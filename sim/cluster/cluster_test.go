@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"kvroute/gpumodel"
 	"kvroute/results"
 	"kvroute/router"
-	"kvroute/router/prefix"
 	"kvroute/sim/engine"
 	"kvroute/workloads"
 )
@@ -189,25 +187,6 @@ func ExampleSim() {
 	m := agg.Metrics()
 	fmt.Println(m.Requests, m.Completed)
 	// Output: 40 40
-}
-
-// TestRouterAndEngineHashBlocksAlike keeps router/prefix.TokenBlockHash equal to the engine's
-// BlockHash: precise-prefix looks up the engine's KV events by hashes it computes itself.
-func TestRouterAndEngineHashBlocksAlike(t *testing.T) {
-	rng := rand.New(rand.NewPCG(1, 2))
-	for range 200 {
-		toks := make([]int32, rng.IntN(40))
-		for i := range toks {
-			toks[i] = int32(rng.Uint32())
-		}
-		parent := rng.Uint64()
-		if prefix.TokenBlockHash(parent, toks) != engine.BlockHash(parent, toks) {
-			t.Fatalf("hashes differ for %v", toks)
-		}
-	}
-	if prefix.ModelSalt(model) != engine.BlockHash(0, modelSalt(model)) {
-		t.Fatal("model salts differ")
-	}
 }
 
 // TestTextFreeRunsNeedNoText checks what lets cmd/simulate skip generating prompt text for a
