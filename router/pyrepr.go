@@ -20,7 +20,7 @@ import (
 func appendPyPayload(dst, body []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
-	v, err := decodePy(dec)
+	v, err := decodePy(dec, 0)
 	if err != nil {
 		return dst, err
 	}
@@ -32,6 +32,11 @@ func appendPyPayload(dst, body []byte) ([]byte, error) {
 	return append(dst, ",)"...), nil
 }
 
+// maxPyDepth bounds the nesting appendPyPayload accepts: CPython's json.loads gives up near
+// its default recursion limit of 1,000 (RecursionError), so a deeper body never reaches
+// Neutree's scheduler, and a hostile one cannot run the router's stack away.
+const maxPyDepth = 1000
+
 // pyValue is a decoded JSON value in the order Python keeps it: a dict keeps each key where it
 // first appeared, with its last value (json.loads assigns duplicates in turn).
 type pyValue struct {
@@ -39,21 +44,25 @@ type pyValue struct {
 	list   []pyValue
 	keys   []string
 	vals   []pyValue
-	kind   byte // 's' scalar, 'l' list, 'd' dict
+	at     map[string]int // a large dict's key positions, so duplicates cost no scan
+	kind   byte           // 's' scalar, 'l' list, 'd' dict
 }
 
-// decodePy reads one value from dec.
-func decodePy(dec *json.Decoder) (pyValue, error) {
+// decodePy reads one value, nested depth deep, from dec.
+func decodePy(dec *json.Decoder, depth int) (pyValue, error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return pyValue{}, err
 	}
 	switch t := tok.(type) {
 	case json.Delim:
+		if depth++; depth > maxPyDepth {
+			return pyValue{}, fmt.Errorf("nested deeper than %d", maxPyDepth)
+		}
 		if t == '[' {
 			v := pyValue{kind: 'l'}
 			for dec.More() {
-				e, err := decodePy(dec)
+				e, err := decodePy(dec, depth)
 				if err != nil {
 					return v, err
 				}
@@ -62,7 +71,7 @@ func decodePy(dec *json.Decoder) (pyValue, error) {
 			_, err := dec.Token()
 			return v, err
 		}
-		return decodePyDict(dec)
+		return decodePyDict(dec, depth)
 	case string:
 		return pyValue{kind: 's', scalar: appendPyStr(nil, t)}, nil
 	case json.Number:
@@ -78,21 +87,24 @@ func decodePy(dec *json.Decoder) (pyValue, error) {
 }
 
 // decodePyDict reads an object's members after its '{'.
-func decodePyDict(dec *json.Decoder) (pyValue, error) {
+func decodePyDict(dec *json.Decoder, depth int) (pyValue, error) {
 	v := pyValue{kind: 'd'}
 	for dec.More() {
 		k, err := dec.Token()
 		if err != nil {
 			return v, err
 		}
-		val, err := decodePy(dec)
+		val, err := decodePy(dec, depth)
 		if err != nil {
 			return v, err
 		}
 		key, _ := k.(string)
-		if i := indexOf(v.keys, key); i >= 0 {
+		if i := v.index(key); i >= 0 {
 			v.vals[i] = val
 			continue
+		}
+		if v.at != nil {
+			v.at[key] = len(v.keys)
 		}
 		v.keys, v.vals = append(v.keys, key), append(v.vals, val)
 	}
@@ -100,9 +112,23 @@ func decodePyDict(dec *json.Decoder) (pyValue, error) {
 	return v, err
 }
 
-func indexOf(keys []string, k string) int {
-	for i, x := range keys {
-		if x == k {
+// index returns key's position in dict v, or -1. Small dicts scan; from 16 keys on a map
+// keeps the positions, so a body of many keys costs linear time.
+func (v *pyValue) index(key string) int {
+	if v.at == nil && len(v.keys) >= 16 {
+		v.at = make(map[string]int, 2*len(v.keys))
+		for i, k := range v.keys {
+			v.at[k] = i
+		}
+	}
+	if v.at != nil {
+		if i, ok := v.at[key]; ok {
+			return i
+		}
+		return -1
+	}
+	for i, k := range v.keys {
+		if k == key {
 			return i
 		}
 	}

@@ -54,3 +54,18 @@ func FuzzPyPayload(f *testing.F) {
 		}
 	})
 }
+
+// TestPyPayloadRefusesDeepNesting: CPython's json.loads raises RecursionError near its
+// recursion limit of 1,000, so a body nested deeper never reaches Neutree; the renderer refuses
+// it rather than recursing as deep as a hostile body asks.
+func TestPyPayloadRefusesDeepNesting(t *testing.T) {
+	nested := func(n int) []byte {
+		return []byte(`{"a":` + strings.Repeat("[", n-1) + strings.Repeat("]", n-1) + `}`)
+	}
+	if _, err := appendPyPayload(nil, nested(maxPyDepth)); err != nil {
+		t.Fatalf("depth %d: %v", maxPyDepth, err)
+	}
+	if got, err := appendPyPayload(nil, nested(100000)); err == nil {
+		t.Fatalf("depth 100,000: rendered %d bytes, want an error", len(got))
+	}
+}

@@ -8,6 +8,8 @@ cases = [
  '{"a":1,"b":[1,2,{"c":[]}],"a":3,"d":{},"e":false,"f":"only \'single\'","g":"both \' and \\""}',
  '{"model":"m","messages":[{"role":"assistant","content":"hi"}],"max_tokens":8}',
  '{"prompt":["a","b"],"logit_bias":{"50256":-100},"seed":42,"top_p":1,"presence_penalty":0.30000000000000004}',
+ # a dict large enough for the position map, duplicates before and after it starts
+ '{' + ','.join('"k%d":%d' % (i % 23, i) for i in range(40)) + ',"k3":"last","k22":null}',
 ]
 d=sys.argv[1]
 for i,c in enumerate(cases):
