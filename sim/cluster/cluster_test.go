@@ -48,29 +48,7 @@ type outcome struct {
 
 func simulate(t *testing.T, cfg Config, policy string, w workloads.Config, seed uint64, opts ...workloads.Option) outcome {
 	t.Helper()
-	p, err := router.Builtin().New(policy, nil, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stream, err := workloads.Build(w, seed, opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	agg := results.NewAggregator()
-	var out outcome
-	s, err := New(cfg, p, stream, Sink{
-		Record: func(r *results.Record) { out.records = append(out.records, *r); agg.Add(r) },
-		ITL:    agg.AddITL,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	out.metrics, out.sim = agg.Metrics(), s
-	return out
+	return simulateRouters(t, cfg, policy, w, seed, opts...)
 }
 
 // TestEveryRequestEndsOnceDespiteFailures fails two replicas under load: every request ends

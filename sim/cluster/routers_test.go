@@ -12,8 +12,9 @@ import (
 	"kvroute/workloads"
 )
 
-// simulateRouters runs w behind cfg.Routers.Count router replicas of policy.
-func simulateRouters(t testing.TB, cfg Config, policy string, w workloads.Config, seed uint64) outcome {
+// simulateRouters runs w behind cfg.Routers.Count router replicas of policy, the i-th seeded
+// seed+i (one router: seed, as simulate has it).
+func simulateRouters(t testing.TB, cfg Config, policy string, w workloads.Config, seed uint64, opts ...workloads.Option) outcome {
 	t.Helper()
 	ps := make([]router.Policy, cfg.Routers.count())
 	for i := range ps {
@@ -23,7 +24,7 @@ func simulateRouters(t testing.TB, cfg Config, policy string, w workloads.Config
 		}
 		ps[i] = p
 	}
-	stream, err := workloads.Build(w, seed)
+	stream, err := workloads.Build(w, seed, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
