@@ -14,9 +14,13 @@ package engine
 // An entry's position is its slot in lines, or len(lines) plus its slot in over; the block
 // pool records each cached block's position (onMove hears when an entry in over moves).
 type prefixTable struct {
-	lines []hashSlot // lineSlots per line; a line's first slot's aux counts its entries in over
-	shift uint       // 64 − log2(number of lines)
-	over  hashTable  // entries whose line was full; aux is the line's first slot
+	// lines holds lineSlots slots per line. A line's first slot's aux counts its entries in
+	// over, and its second slot's aux has bit i set when slot i holds an entry: both in the
+	// line's first cache line, so that a lookup or insertion whose lane's first slot settles
+	// it never reads the second.
+	lines []hashSlot
+	shift uint      // 64 − log2(number of lines)
+	over  hashTable // entries whose line was full; aux is the line's first slot
 	n     int
 	// onMove, when set, hears that the entry of block1 − 1 moved to position pos.
 	onMove func(block1 int32, pos uint32)
@@ -27,6 +31,8 @@ const (
 	// entries a line holds: two per lane.
 	groupBlocks = 4
 	lineSlots   = 2 * groupBlocks
+	// usedSlot is the slot of a line whose aux marks the slots that hold entries.
+	usedSlot = 1
 )
 
 // blockKey is a block hash and where the table looks for it.
@@ -69,10 +75,11 @@ func (t *prefixTable) get(k blockKey) (int32, bool) {
 	l := t.line(k.anchor)
 	ln := (*[lineSlots]hashSlot)(t.lines[l:])
 	a := k.lane & (groupBlocks - 1)
-	if s := &ln[a]; s.key == k.hash && s.block1 != 0 {
+	used := ln[usedSlot].aux
+	if s := &ln[a]; used>>a&1 != 0 && s.key == k.hash {
 		return s.block1 - 1, true
 	}
-	if s := &ln[a+groupBlocks]; s.key == k.hash && s.block1 != 0 {
+	if s := &ln[a+groupBlocks]; used>>(a+groupBlocks)&1 != 0 && s.key == k.hash {
 		return s.block1 - 1, true
 	}
 	if ln[0].aux == 0 {
@@ -87,8 +94,9 @@ func (t *prefixTable) put(k blockKey, b int32) uint32 {
 	l := t.line(k.anchor)
 	ln := (*[lineSlots]hashSlot)(t.lines[l:])
 	for a := k.lane & (groupBlocks - 1); a < lineSlots; a += groupBlocks {
-		if ln[a].block1 == 0 {
+		if ln[usedSlot].aux>>a&1 == 0 {
 			ln[a].key, ln[a].block1 = k.hash, b+1
+			ln[usedSlot].aux |= 1 << a
 			return l + a
 		}
 	}
@@ -101,11 +109,13 @@ func (t *prefixTable) getOrPut(k blockKey, b int32) (c int32, pos uint32, found 
 	l := t.line(k.anchor)
 	ln := (*[lineSlots]hashSlot)(t.lines[l:])
 	a := k.lane & (groupBlocks - 1)
+	used := &ln[usedSlot].aux
+	u0, u1 := *used>>a&1 != 0, *used>>(a+groupBlocks)&1 != 0
 	s0, s1 := &ln[a], &ln[a+groupBlocks]
-	if s0.key == k.hash && s0.block1 != 0 {
+	if u0 && s0.key == k.hash {
 		return s0.block1 - 1, 0, true
 	}
-	if s1.key == k.hash && s1.block1 != 0 {
+	if u1 && s1.key == k.hash {
 		return s1.block1 - 1, 0, true
 	}
 	if ln[0].aux != 0 {
@@ -115,11 +125,13 @@ func (t *prefixTable) getOrPut(k blockKey, b int32) (c int32, pos uint32, found 
 	}
 	t.n++
 	switch {
-	case s0.block1 == 0:
+	case !u0:
 		s0.key, s0.block1 = k.hash, b+1
+		*used |= 1 << a
 		return 0, l + a, false
-	case s1.block1 == 0:
+	case !u1:
 		s1.key, s1.block1 = k.hash, b+1
+		*used |= 1 << (a + groupBlocks)
 		return 0, l + a + groupBlocks, false
 	}
 	return 0, t.spill(l, k, b), false
@@ -159,7 +171,8 @@ func (t *prefixTable) setBlock(pos uint32, b int32) {
 func (t *prefixTable) deleteAt(pos uint32) {
 	t.n--
 	if int(pos) < len(t.lines) {
-		t.lines[pos].key, t.lines[pos].block1 = 0, 0 // aux stays: the line's count
+		t.lines[pos].key, t.lines[pos].block1 = 0, 0 // aux stays: the line's count or slots
+		t.lines[pos&^(lineSlots-1)+usedSlot].aux &^= 1 << (pos & (lineSlots - 1))
 		return
 	}
 	i := uint64(pos - uint32(len(t.lines)))
