@@ -152,15 +152,41 @@ func (p *blockPool) touch(b int32) {
 // popFree takes the head of the free queue (the least recently freed block), evicting its
 // cached hash. The caller has checked numFree.
 func (p *blockPool) popFree() int32 {
-	for !p.current(p.head) {
-		p.head++
+	var one [1]int32
+	return p.popRun(one[:0], 1)[0]
+}
+
+// popRun appends k blocks taken from the head of the free queue to dst: popFree k times,
+// with the common eviction (the table's block for a hash in a table line, no one hearing KV
+// events) done in the loop. The caller has checked numFree.
+func (p *blockPool) popRun(dst []int32, k int) []int32 {
+	p.numFree -= k
+	mask := uint32(len(p.ring) - 1)
+	t := &p.cached
+	direct := p.events == nil
+	for ; k > 0; k-- {
+		var bl *block
+		var b int32
+		for {
+			q := p.head
+			p.head++
+			b = p.ring[q&mask]
+			if bl = &p.blocks[b]; bl.ref == 0 && bl.qpos == q {
+				break
+			}
+		}
+		if pos := bl.slot - 1; direct && pos < uint32(len(t.lines)) && bl.dup == 0 {
+			t.n--
+			t.lines[pos].key, t.lines[pos].block1 = 0, 0
+			t.lines[pos&^(lineSlots-1)+usedSlot].aux &^= 1 << (pos & (lineSlots - 1))
+			bl.slot = 0
+		} else {
+			p.evict(b)
+		}
+		bl.ref = 1
+		dst = append(dst, b)
 	}
-	b := p.ring[p.head&uint32(len(p.ring)-1)]
-	p.head++
-	p.numFree--
-	p.evict(b)
-	p.blocks[b].ref = 1
-	return b
+	return dst
 }
 
 // touchFree reads the blocks of the next k free-queue entries and the table slots of their

@@ -126,9 +126,7 @@ func (r *Replica) allocate(s *seq, total int) bool {
 	if need > 1 {
 		r.pool.touchFree(need)
 	}
-	for range need {
-		s.blocks = append(s.blocks, r.pool.popFree())
-	}
+	s.blocks = r.pool.popRun(s.blocks, need)
 	r.register(s, total/r.bs)
 	return true
 }
@@ -190,9 +188,7 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	if need > 1 {
 		r.pool.touchFree(need)
 	}
-	for range need {
-		s.blocks = append(s.blocks, r.pool.popFree())
-	}
+	s.blocks = r.pool.popRun(s.blocks, need)
 	r.register(s, (hit+n)/r.bs)
 	if s.preemptions == 0 || !r.sem.SkipPreemptedStats {
 		r.m.PrefixQueries += int64(total)
