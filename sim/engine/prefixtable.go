@@ -46,10 +46,11 @@ func keyOf(hashes []uint64, j int) blockKey {
 	return blockKey{hash: hashes[j], anchor: hashes[j&^(groupBlocks-1)], lane: uint32(j & (groupBlocks - 1))}
 }
 
-// reserve sizes an empty table for n entries: lines hold twice as many.
+// reserve sizes an empty table for n entries: lines hold four times as many, so that few
+// lines hold more than one group and few entries spill (16 bytes per slot: 64 per block).
 func (t *prefixTable) reserve(n int) {
 	lines := 16
-	for lineSlots*lines < 2*n {
+	for lineSlots*lines < 4*n {
 		lines *= 2
 	}
 	t.lines = make([]hashSlot, lineSlots*lines)
