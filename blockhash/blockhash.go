@@ -14,14 +14,28 @@ package blockhash
 
 import (
 	"encoding/binary"
+	"unsafe"
 
 	"github.com/zeebo/xxh3"
 )
+
+// littleEndian reports whether the machine stores an int32 as its 4 little-endian bytes: then
+// a block's bytes are its tokens' memory, hashed in place.
+var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// inPlace returns the memory of tokens as bytes; only on a little-endian machine are they the
+// words Block hashes.
+func inPlace(tokens []int32) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(tokens))), 4*len(tokens))
+}
 
 // Block returns the key of a block of tokens whose parent block has key parent. The first
 // block's parent is the salt. Blocks of up to 256 tokens are hashed from a buffer on the
 // stack, longer ones from one on the heap.
 func Block(parent uint64, tokens []int32) uint64 {
+	if littleEndian {
+		return xxh3.HashSeed(inPlace(tokens), parent)
+	}
 	// Buffers sized to the block: Go zeroes a stack buffer on every call, and 16 tokens (vLLM's
 	// default block) need a quarter of the 64-token buffer.
 	switch {
@@ -57,6 +71,13 @@ func AppendChain(dst []uint64, salt uint64, tokens []int32, blockSize int) []uin
 	}
 	full := len(tokens) / blockSize * blockSize
 	tokens = tokens[:full]
+	if littleEndian {
+		for b := inPlace(tokens); len(b) > 0; b = b[4*blockSize:] {
+			salt = xxh3.HashSeed(b[:4*blockSize], salt)
+			dst = append(dst, salt)
+		}
+		return dst
+	}
 	perChunk := chunkBytes / 4 / blockSize * blockSize // tokens converted at a time
 	if perChunk == 0 {
 		for i := 0; i < full; i += blockSize {

@@ -2,6 +2,7 @@ package blockhash
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/zeebo/xxh3"
@@ -25,7 +26,22 @@ func testTokens(n int) []int32 {
 	return toks
 }
 
+// bothByteOrders runs f as on this machine and as on a machine of the other byte order,
+// where tokens are converted to little-endian words before hashing instead of hashed in place.
+func bothByteOrders(t *testing.T, f func(t *testing.T)) {
+	native := littleEndian
+	defer func() { littleEndian = native }()
+	for _, le := range []bool{native, !native} {
+		littleEndian = le
+		t.Run(fmt.Sprintf("littleEndian=%v", le), f)
+	}
+}
+
 func TestBlockIsXXH3OfLittleEndianWords(t *testing.T) {
+	bothByteOrders(t, testBlockIsXXH3OfLittleEndianWords)
+}
+
+func testBlockIsXXH3OfLittleEndianWords(t *testing.T) {
 	toks := testTokens(300)
 	for n := 0; n <= len(toks); n++ {
 		for _, parent := range []uint64{0, 1, 0x9e3779b97f4a7c15} {
@@ -36,7 +52,9 @@ func TestBlockIsXXH3OfLittleEndianWords(t *testing.T) {
 	}
 }
 
-func TestAppendChainChainsBlocks(t *testing.T) {
+func TestAppendChainChainsBlocks(t *testing.T) { bothByteOrders(t, testAppendChainChainsBlocks) }
+
+func testAppendChainChainsBlocks(t *testing.T) {
 	toks := testTokens(5000)
 	for _, bs := range []int{1, 3, 16, 17, 64, 65, 1024, 1025, 6000} {
 		for _, n := range []int{0, bs - 1, bs, 4096, 4097, len(toks)} {
