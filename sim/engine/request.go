@@ -1,6 +1,9 @@
 package engine
 
-import "kvroute/sim"
+import (
+	"kvroute/blockhash"
+	"kvroute/sim"
+)
 
 // Request is one generation request submitted to a replica.
 type Request struct {
@@ -157,6 +160,11 @@ func (r *Replica) hashUpTo(s *seq, n int) int {
 // an unknown token, and returns how many are available.
 func (r *Replica) hashBlocks(s *seq, n int) int {
 	for j := len(s.hashes); j < n; j++ {
+		if run := r.knownRun(s, j, n); len(run) > 0 {
+			s.hashes = blockhash.AppendChain(s.hashes, s.hashes[j-1], run, r.bs)
+			j = len(s.hashes) - 1
+			continue
+		}
 		block, ok := r.blockTokens(s, j, &r.scratch)
 		if !ok {
 			s.hashable = j // generated tokens without an Answer are never known
@@ -171,6 +179,22 @@ func (r *Replica) hashBlocks(s *seq, n int) int {
 		s.hashes = append(s.hashes, BlockHash(s.hashes[j-1], block))
 	}
 	return n
+}
+
+// knownRun returns the tokens of s's full blocks j onwards, short of block n, that lie wholly
+// in the prompt or wholly in the Answer, for hashing in one chain; none for block 0, whose
+// hash the memo may extend.
+func (r *Replica) knownRun(s *seq, j, n int) []int32 {
+	if j == 0 {
+		return nil
+	}
+	prompt, answer := s.req.Prompt, s.req.Answer
+	if lp := len(prompt); (j+1)*r.bs <= lp {
+		return prompt[j*r.bs : min(n, lp/r.bs)*r.bs]
+	} else if j*r.bs >= lp && (j+1)*r.bs <= lp+len(answer) {
+		return answer[j*r.bs-lp : min(n, (lp+len(answer))/r.bs)*r.bs-lp]
+	}
+	return nil
 }
 
 // blockTokens returns full block j's tokens: the prompt's, the Answer's, and past the Answer
