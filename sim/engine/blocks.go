@@ -176,9 +176,7 @@ func (p *blockPool) popRun(dst []int32, k int) []int32 {
 			}
 		}
 		if pos := bl.slot - 1; direct && pos < uint32(len(t.lines)) && bl.dup == 0 {
-			t.n--
-			t.lines[pos].key, t.lines[pos].block1 = 0, 0
-			t.lines[pos&^(lineSlots-1)+usedSlot].aux &^= 1 << (pos & (lineSlots - 1))
+			t.deleteInLine(pos)
 			bl.slot = 0
 		} else {
 			p.evict(b)

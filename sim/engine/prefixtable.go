@@ -170,15 +170,22 @@ func (t *prefixTable) setBlock(pos uint32, b int32) {
 
 // deleteAt removes the entry at pos.
 func (t *prefixTable) deleteAt(pos uint32) {
-	t.n--
 	if int(pos) < len(t.lines) {
-		t.lines[pos].key, t.lines[pos].block1 = 0, 0 // aux stays: the line's count or slots
-		t.lines[pos&^(lineSlots-1)+usedSlot].aux &^= 1 << (pos & (lineSlots - 1))
+		t.deleteInLine(pos)
 		return
 	}
+	t.n--
 	i := uint64(pos - uint32(len(t.lines)))
 	t.lines[t.over.slots[i].aux].aux--
 	t.over.deleteAt(i)
+}
+
+// deleteInLine removes the entry at pos, a slot of lines. The slot's aux stays (the line's
+// count or marks).
+func (t *prefixTable) deleteInLine(pos uint32) {
+	t.n--
+	t.lines[pos].key, t.lines[pos].block1 = 0, 0
+	t.lines[pos&^(lineSlots-1)+usedSlot].aux &^= 1 << (pos & (lineSlots - 1))
 }
 
 // touch reads anchor's line (see hashTable.touch).

@@ -333,7 +333,7 @@ func testKey(h uint64) blockKey {
 
 // checkSlots checks that the table holds exactly the hashes of the pool's table blocks, each
 // at the position its block records, that every duplicate is on its hash's chain, and that
-// each line counts its entries in the overflow table.
+// each line counts its entries in the overflow table and marks the slots it fills.
 func checkSlots(p *blockPool) error {
 	t := &p.cached
 	heads := 0
@@ -373,6 +373,15 @@ func checkSlots(p *blockPool) error {
 	for l := 0; l < len(t.lines); l += lineSlots {
 		if got := t.lines[l].aux; got != spilled[uint32(l)] {
 			return fmt.Errorf("line %d counts %d entries in the overflow table, which holds %d", l, got, spilled[uint32(l)])
+		}
+		var used uint32
+		for a := range lineSlots {
+			if t.lines[l+a].block1 != 0 {
+				used |= 1 << a
+			}
+		}
+		if got := t.lines[l+usedSlot].aux; got != used {
+			return fmt.Errorf("line %d marks slots %08b taken, but %08b are", l, got, used)
 		}
 	}
 	return nil
