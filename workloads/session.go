@@ -16,7 +16,12 @@ type segment struct {
 
 // turn is one user message of a conversation script and the answer it asks for.
 type turn struct {
-	user      segment
+	user segment
+	// userKey and userLen, when userLen > 0, stand for a user message of userLen keyed
+	// synthetic tokens (appendKeyedTokens) that is drawn only when the turn is built: into
+	// the history's spare room when reserve made it, and not at all for a turn never sent.
+	userKey   uint64
+	userLen   int
 	output    int     // answer length to request, tokens
 	answer    segment // the dataset's answer (ShareGPT); synthesised when !hasAnswer
 	hasAnswer bool
@@ -89,8 +94,13 @@ func (s *session) reserve(withText bool) {
 	}
 	tokens, text := len(c.system.tokens), len(c.system.text)
 	for i, tr := range c.turns {
-		tokens += len(tr.user.tokens)
-		text += len(tr.user.text)
+		if tr.userLen > 0 {
+			tokens += tr.userLen
+			text += 5 * tr.userLen
+		} else {
+			tokens += len(tr.user.tokens)
+			text += len(tr.user.text)
+		}
 		switch {
 		case i == len(c.turns)-1: // the last answer never joins the history
 		case tr.hasAnswer:
@@ -143,6 +153,9 @@ func (s *session) next(at time.Duration, withText bool) Request {
 	if tr.fresh != nil {
 		tr = tr.fresh(s, withText)
 	}
+	if tr.userLen > 0 {
+		tr.user = s.keyed(tr.userKey, tr.userLen, withText)
+	}
 	s.appendSegment(RoleUser, tr.user, withText)
 	req := Request{
 		ID:           s.id,
@@ -177,11 +190,25 @@ func (s *session) expectedAnswer(tr turn, withText bool) segment {
 		return tr.answer
 	}
 	key, n := deriveSeed(s.conv.seed, tagAnswer, uint64(s.turn)), max(tr.output, 1)
-	if !withText && s.tokens != nil && cap(s.tokens)-len(s.tokens) >= n {
-		spare := appendKeyedTokens(s.tokens, key, n)[len(s.tokens):] // fits: no new array
-		return segment{tokens: spare[:n:n]}
+	if withText {
+		return keyedSegment(key, n, withText)
 	}
-	return keyedSegment(key, n, withText)
+	return s.keyed(key, n, false)
+}
+
+// keyed returns n tokens of key's sequence (and their text when withText is set), drawn
+// straight into the history's spare room when it has room for them, where appendSegment
+// takes them without a copy.
+func (s *session) keyed(key uint64, n int, withText bool) segment {
+	if s.tokens == nil || cap(s.tokens)-len(s.tokens) < n {
+		return keyedSegment(key, n, withText)
+	}
+	spare := appendKeyedTokens(s.tokens, key, n)[len(s.tokens):] // fits: no new array
+	seg := segment{tokens: spare[:n:n]}
+	if withText {
+		seg.text = Words(seg.tokens)
+	}
+	return seg
 }
 
 // inSpare reports whether seg starts right after the end of history, in its spare room.

@@ -18,7 +18,6 @@ type syntheticChat struct {
 	output lengthDist
 	system *promptCache
 	nsys   int
-	lens   []int // scratch: a conversation's user message lengths
 }
 
 func newSyntheticChat(w WorkloadConfig, seed uint64, withText bool) *syntheticChat {
@@ -49,20 +48,10 @@ func (s *syntheticChat) next() (*conversation, error) {
 	for i := range c.turns {
 		c.turns[i].output = s.output.sample(r)
 	}
-	// The user messages' lengths first, then their tokens, in one array for them all.
-	s.lens = s.lens[:0]
-	total := 0
-	for range c.turns {
-		s.lens = append(s.lens, s.prompt.sample(r))
-		total += s.lens[len(s.lens)-1]
-	}
-	all := make([]int32, 0, total)
-	for i, k := range s.lens {
-		all = appendKeyedTokens(all, deriveSeed(s.seed, tagQuestion, n, uint64(i)), k)
-		c.turns[i].user = segment{tokens: all[len(all)-k : len(all) : len(all)]}
-		if s.text {
-			c.turns[i].user.text = Words(c.turns[i].user.tokens)
-		}
+	// The user messages' lengths; their tokens are drawn when each turn is built.
+	for i := range c.turns {
+		c.turns[i].userKey = deriveSeed(s.seed, tagQuestion, n, uint64(i))
+		c.turns[i].userLen = s.prompt.sample(r)
 	}
 	return c, nil
 }
