@@ -50,6 +50,7 @@ type tenant struct {
 	thinkExp  bool // exponential think time rather than constant
 	count     int  // conversations started
 	exhausted bool
+	think     scratchRand // a turn's think-time stream
 }
 
 // session is the state of one conversation being replayed.
@@ -249,8 +250,7 @@ func (s *session) think() time.Duration {
 	if d <= 0 || !s.t.thinkExp {
 		return d
 	}
-	r := newRand(s.conv.seed, tagThink, uint64(s.turn))
-	return exponentialDuration(r, d)
+	return exponentialDuration(s.t.think.at(s.conv.seed, tagThink, uint64(s.turn)), d)
 }
 
 // exponentialDuration draws an exponential duration with the given mean.

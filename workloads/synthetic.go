@@ -18,6 +18,7 @@ type syntheticChat struct {
 	output lengthDist
 	system *promptCache
 	nsys   int
+	rng    scratchRand // a conversation's stream
 }
 
 func newSyntheticChat(w WorkloadConfig, seed uint64, withText bool) *syntheticChat {
@@ -33,7 +34,7 @@ func newSyntheticChat(w WorkloadConfig, seed uint64, withText bool) *syntheticCh
 func (s *syntheticChat) next() (*conversation, error) {
 	n := s.n
 	s.n++
-	r := newRand(s.seed, tagConversation, n)
+	r := s.rng.at(s.seed, tagConversation, n)
 	c := &conversation{seed: deriveSeed(s.seed, tagAnswer, n)}
 	if s.nsys > 0 {
 		k := r.IntN(s.nsys)
