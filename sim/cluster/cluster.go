@@ -48,7 +48,11 @@ type Sim struct {
 	taken     int
 	ended     int
 	rec       results.Record // the record handed to the sink, reused
+	spare     []*flight      // ended flights, for newFlight (at most maxSpareFlights)
 }
+
+// maxSpareFlights bounds Sim.spare.
+const maxSpareFlights = 256
 
 // flight is one request's journey through the router and the fleet.
 type flight struct {
@@ -232,8 +236,16 @@ func (s *Sim) onArrival(now sim.Time) {
 	s.scheduleArrival()
 }
 
+// newFlight returns the state of request w, arriving at now: an ended flight's when there is
+// one (see recycle).
 func (s *Sim) newFlight(w workloads.Request, now sim.Time) *flight {
-	f := &flight{wreq: w, arrival: now}
+	var f *flight
+	if k := len(s.spare) - 1; k >= 0 {
+		f, s.spare[k], s.spare = s.spare[k], nil, s.spare[:k]
+		*f = flight{wreq: w, arrival: now}
+	} else {
+		f = &flight{wreq: w, arrival: now}
+	}
 	var msgs []router.Message
 	if len(w.Messages) > 0 {
 		msgs = make([]router.Message, len(w.Messages))
