@@ -73,6 +73,18 @@ func (s *Stream) Peek() (Request, bool) {
 	return p.req, true
 }
 
+// PeekArrival returns the Arrival of the request Peek would return, without copying the
+// request, or false when none is available now.
+func (s *Stream) PeekArrival() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, _ := s.best()
+	if p == nil {
+		return 0, false
+	}
+	return p.req.Arrival, true
+}
+
 // Next takes the next request, or returns false when none is available now.
 func (s *Stream) Next() (Request, bool) {
 	s.mu.Lock()
