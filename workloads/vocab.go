@@ -156,16 +156,15 @@ func syllableIndex(s string) (int, error) {
 // SplitMix64 sequence of key: token i depends only on key and i, so the first k tokens of a
 // key's sequence are the same whatever n is (a shorter block is a prefix of a longer one).
 func appendKeyedTokens(dst []int32, key uint64, n int) []int32 {
-	var buf [256]int32 // filled locally, appended in bulk: cheaper under the race detector
-	c := key           // key + pair·gamma: one mix64 gives a pair of tokens
-	for done := 0; done < n; {
-		k := min(len(buf), n-done)
-		c = fillKeyedPairs(buf[:k&^1], c)
-		if k&1 == 1 { // the last token, of an odd n
-			buf[k-1] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
-		}
-		dst = append(dst, buf[:k]...)
-		done += k
+	if n <= 0 {
+		return dst
+	}
+	m := len(dst)
+	dst = slices.Grow(dst, n)[:m+n]
+	b := dst[m:]                       // drawn in place: no second pass over the tokens
+	c := fillKeyedPairs(b[:n&^1], key) // key + pair·gamma: one mix64 gives a pair of tokens
+	if n&1 == 1 {                      // the last token, of an odd n
+		b[n-1] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
 	}
 	return dst
 }
