@@ -75,15 +75,24 @@ func newSession(t *tenant, c *conversation, withText bool) *session {
 	t.count++
 	s := &session{t: t, conv: c, turn: -1}
 	if t.multi {
-		s.id = t.prefix + "s" + strconv.Itoa(n)
+		s.id = joinID(t.prefix, 's', n)
 	} else {
-		s.id = t.prefix + "r" + strconv.Itoa(n)
+		s.id = joinID(t.prefix, 'r', n)
 	}
 	s.reserve(withText)
 	if c.hasSystem {
 		s.appendSegment(RoleSystem, c.system, withText)
 	}
 	return s
+}
+
+// joinID returns prefix, then sep, then n in decimal, as one new string: one allocation
+// where a concatenation with strconv.Itoa takes two.
+func joinID(prefix string, sep byte, n int) string {
+	var a [40]byte
+	b := append(a[:0], prefix...)
+	b = append(b, sep)
+	return string(strconv.AppendInt(b, int64(n), 10))
 }
 
 // reserve sizes a conversation's history for all its turns (with synthetic answers at most
@@ -169,7 +178,7 @@ func (s *session) next(at time.Duration, withText bool) Request {
 	}
 	if s.t.multi {
 		req.Session = s.id
-		req.ID = s.id + "." + strconv.Itoa(s.turn)
+		req.ID = joinID(s.id, '.', s.turn)
 	}
 	if withText {
 		req.Text = s.text
