@@ -202,7 +202,7 @@ func (l *lane) fill(s *Stream) error {
 			l.done = true
 			return nil
 		}
-		sess := newSession(t, conv, s.text)
+		sess := newSession(s.takeSession(), t, conv, s.text)
 		l.slot = pending{req: sess.next(at, s.text), sess: sess}
 		l.head = &l.slot
 		return nil

@@ -69,11 +69,12 @@ type session struct {
 	answer  segment // the expected answer of the latest turn
 }
 
-// newSession starts conversation c of tenant t; withText keeps text and messages.
-func newSession(t *tenant, c *conversation, withText bool) *session {
+// newSession starts conversation c of tenant t in s, a new or an ended session (see
+// Stream.end); withText keeps text and messages.
+func newSession(s *session, t *tenant, c *conversation, withText bool) *session {
 	n := t.count
 	t.count++
-	s := &session{t: t, conv: c, turn: -1}
+	*s = session{t: t, conv: c, turn: -1}
 	if t.multi {
 		s.id = joinID(t.prefix, 's', n)
 	} else {
