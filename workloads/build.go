@@ -149,7 +149,8 @@ type lane struct {
 	arr     arrivals   // nil: the sources' own timestamps
 	scale   float64    // multiplies trace timestamps
 	choice  *rand.Rand // picks the tenant of each arrival in a shared lane
-	head    *pending
+	head    *pending   // &slot when the lane holds a first turn, nil otherwise
+	slot    pending
 	done    bool
 	staged  *stagedArrivals // arr, when it is staged
 	stage   int             // the stage of the last arrival, to restart sources at a new one
@@ -201,8 +202,9 @@ func (l *lane) fill(s *Stream) error {
 			l.done = true
 			return nil
 		}
-		sess := newSession(t, conv, s.text)
-		l.head = &pending{req: sess.next(at, s.text), sess: sess}
+		sess := newSession(s.takeSession(), t, conv, s.text)
+		l.slot = pending{req: sess.next(at, s.text), sess: sess}
+		l.head = &l.slot
 		return nil
 	}
 }

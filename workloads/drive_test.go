@@ -40,6 +40,9 @@ func drive(t *testing.T, s *Stream, service func(Request) time.Duration, visit f
 	now := time.Duration(0)
 	for {
 		req, ok := s.Peek()
+		if at, aok := s.PeekArrival(); aok != ok || at != req.Arrival {
+			t.Fatalf("PeekArrival = %v, %v; Peek gives %v, %v", at, aok, req.Arrival, ok)
+		}
 		if len(fin) > 0 && (!ok || fin[0].at <= req.Arrival) {
 			f := heap.Pop(&fin).(finish)
 			now = f.at

@@ -42,8 +42,32 @@ func deriveSeed(seed uint64, parts ...uint64) uint64 {
 
 // newRand returns a PCG generator for the sub-stream of seed named by parts.
 func newRand(seed uint64, parts ...uint64) *rand.Rand {
+	p := new(rand.PCG)
+	reseed(p, seed, parts...)
+	return rand.New(p)
+}
+
+// reseed sets p to the start of the sub-stream newRand(seed, parts...) draws from, so that a
+// generator reused for one short stream after another draws the same numbers without
+// allocating one per stream.
+func reseed(p *rand.PCG, seed uint64, parts ...uint64) {
 	s := deriveSeed(seed, parts...)
-	return rand.New(rand.NewPCG(s, mix64(s^0x5851f42d4c957f2d)))
+	p.Seed(s, mix64(s^0x5851f42d4c957f2d))
+}
+
+// scratchRand is a generator reseeded for each short stream (see reseed).
+type scratchRand struct {
+	pcg rand.PCG
+	r   *rand.Rand // draws from pcg
+}
+
+// at returns the generator positioned at the start of the sub-stream of seed named by parts.
+func (g *scratchRand) at(seed uint64, parts ...uint64) *rand.Rand {
+	if g.r == nil {
+		g.r = rand.New(&g.pcg)
+	}
+	reseed(&g.pcg, seed, parts...)
+	return g.r
 }
 
 // hashString returns the 64-bit FNV-1a hash of s, to name sub-streams by strings.

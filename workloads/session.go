@@ -16,7 +16,12 @@ type segment struct {
 
 // turn is one user message of a conversation script and the answer it asks for.
 type turn struct {
-	user      segment
+	user segment
+	// userKey and userLen, when userLen > 0, stand for a user message of userLen keyed
+	// synthetic tokens (appendKeyedTokens) that is drawn only when the turn is built: into
+	// the history's spare room when reserve made it, and not at all for a turn never sent.
+	userKey   uint64
+	userLen   int
 	output    int     // answer length to request, tokens
 	answer    segment // the dataset's answer (ShareGPT); synthesised when !hasAnswer
 	hasAnswer bool
@@ -45,6 +50,7 @@ type tenant struct {
 	thinkExp  bool // exponential think time rather than constant
 	count     int  // conversations started
 	exhausted bool
+	think     scratchRand // a turn's think-time stream
 }
 
 // session is the state of one conversation being replayed.
@@ -63,21 +69,31 @@ type session struct {
 	answer  segment // the expected answer of the latest turn
 }
 
-// newSession starts conversation c of tenant t; withText keeps text and messages.
-func newSession(t *tenant, c *conversation, withText bool) *session {
+// newSession starts conversation c of tenant t in s, a new or an ended session (see
+// Stream.end); withText keeps text and messages.
+func newSession(s *session, t *tenant, c *conversation, withText bool) *session {
 	n := t.count
 	t.count++
-	s := &session{t: t, conv: c, turn: -1}
+	*s = session{t: t, conv: c, turn: -1}
 	if t.multi {
-		s.id = t.prefix + "s" + strconv.Itoa(n)
+		s.id = joinID(t.prefix, 's', n)
 	} else {
-		s.id = t.prefix + "r" + strconv.Itoa(n)
+		s.id = joinID(t.prefix, 'r', n)
 	}
 	s.reserve(withText)
 	if c.hasSystem {
 		s.appendSegment(RoleSystem, c.system, withText)
 	}
 	return s
+}
+
+// joinID returns prefix, then sep, then n in decimal, as one new string: one allocation
+// where a concatenation with strconv.Itoa takes two.
+func joinID(prefix string, sep byte, n int) string {
+	var a [40]byte
+	b := append(a[:0], prefix...)
+	b = append(b, sep)
+	return string(strconv.AppendInt(b, int64(n), 10))
 }
 
 // reserve sizes a conversation's history for all its turns (with synthetic answers at most
@@ -89,8 +105,13 @@ func (s *session) reserve(withText bool) {
 	}
 	tokens, text := len(c.system.tokens), len(c.system.text)
 	for i, tr := range c.turns {
-		tokens += len(tr.user.tokens)
-		text += len(tr.user.text)
+		if tr.userLen > 0 {
+			tokens += tr.userLen
+			text += 5 * tr.userLen
+		} else {
+			tokens += len(tr.user.tokens)
+			text += len(tr.user.text)
+		}
 		switch {
 		case i == len(c.turns)-1: // the last answer never joins the history
 		case tr.hasAnswer:
@@ -143,6 +164,9 @@ func (s *session) next(at time.Duration, withText bool) Request {
 	if tr.fresh != nil {
 		tr = tr.fresh(s, withText)
 	}
+	if tr.userLen > 0 {
+		tr.user = s.keyed(tr.userKey, tr.userLen, withText)
+	}
 	s.appendSegment(RoleUser, tr.user, withText)
 	req := Request{
 		ID:           s.id,
@@ -155,7 +179,7 @@ func (s *session) next(at time.Duration, withText bool) Request {
 	}
 	if s.t.multi {
 		req.Session = s.id
-		req.ID = s.id + "." + strconv.Itoa(s.turn)
+		req.ID = joinID(s.id, '.', s.turn)
 	}
 	if withText {
 		req.Text = s.text
@@ -177,11 +201,25 @@ func (s *session) expectedAnswer(tr turn, withText bool) segment {
 		return tr.answer
 	}
 	key, n := deriveSeed(s.conv.seed, tagAnswer, uint64(s.turn)), max(tr.output, 1)
-	if !withText && s.tokens != nil && cap(s.tokens)-len(s.tokens) >= n {
-		spare := appendKeyedTokens(s.tokens, key, n)[len(s.tokens):] // fits: no new array
-		return segment{tokens: spare[:n:n]}
+	if withText {
+		return keyedSegment(key, n, withText)
 	}
-	return keyedSegment(key, n, withText)
+	return s.keyed(key, n, false)
+}
+
+// keyed returns n tokens of key's sequence (and their text when withText is set), drawn
+// straight into the history's spare room when it has room for them, where appendSegment
+// takes them without a copy.
+func (s *session) keyed(key uint64, n int, withText bool) segment {
+	if s.tokens == nil || cap(s.tokens)-len(s.tokens) < n {
+		return keyedSegment(key, n, withText)
+	}
+	spare := appendKeyedTokens(s.tokens, key, n)[len(s.tokens):] // fits: no new array
+	seg := segment{tokens: spare[:n:n]}
+	if withText {
+		seg.text = Words(seg.tokens)
+	}
+	return seg
 }
 
 // inSpare reports whether seg starts right after the end of history, in its spare room.
@@ -222,8 +260,7 @@ func (s *session) think() time.Duration {
 	if d <= 0 || !s.t.thinkExp {
 		return d
 	}
-	r := newRand(s.conv.seed, tagThink, uint64(s.turn))
-	return exponentialDuration(r, d)
+	return exponentialDuration(s.t.think.at(s.conv.seed, tagThink, uint64(s.turn)), d)
 }
 
 // exponentialDuration draws an exponential duration with the given mean.

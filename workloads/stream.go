@@ -40,7 +40,11 @@ type Stream struct {
 	closed      bool
 	staged      *stagedArrivals // the top-level arrivals when they have stages
 	gated       map[string]bool // sessions of a draining stage not yet reported done
+	spare       []*session      // ended sessions, for takeSession (at most maxSpareSessions)
 }
+
+// maxSpareSessions bounds Stream.spare.
+const maxSpareSessions = 256
 
 // Stats counts what a stream has done so far.
 type Stats struct {
@@ -73,6 +77,18 @@ func (s *Stream) Peek() (Request, bool) {
 	return p.req, true
 }
 
+// PeekArrival returns the Arrival of the request Peek would return, without copying the
+// request, or false when none is available now.
+func (s *Stream) PeekArrival() (time.Duration, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, _ := s.best()
+	if p == nil {
+		return 0, false
+	}
+	return p.req.Arrival, true
+}
+
 // Next takes the next request, or returns false when none is available now.
 func (s *Stream) Next() (Request, bool) {
 	s.mu.Lock()
@@ -83,7 +99,7 @@ func (s *Stream) Next() (Request, bool) {
 	}
 	got := *p // copy: popping the heap moves its elements
 	if from != nil {
-		from.head = nil
+		from.head, from.slot = nil, pending{}
 	} else {
 		s.follow.pop()
 	}
@@ -99,6 +115,9 @@ func (s *Stream) Next() (Request, bool) {
 			s.gated = map[string]bool{}
 		}
 		s.gated[got.req.ID] = true
+	}
+	if !got.req.FollowUp {
+		s.end(got.sess) // its last turn
 	}
 	if s.maxRequests > 0 && s.stats.Requests >= s.maxRequests {
 		s.stop()
@@ -127,16 +146,49 @@ func (s *Stream) Done(id string, c Completion) error {
 	delete(s.waiting, id)
 	if c.Failed {
 		s.stats.Aborted++
+		s.end(sess)
 		return nil
 	}
 	at := sess.complete(c, s.tok, s.text)
 	if s.maxDuration > 0 && at >= s.maxDuration {
 		s.stats.Cut++
+		s.end(sess)
 		return nil
 	}
 	s.seq++
 	s.follow.push(followItem{pending: pending{req: sess.next(at, s.text), sess: sess}, seq: s.seq})
 	return nil
+}
+
+// takeSession returns an ended session to start a new one in, or a new one.
+func (s *Stream) takeSession() *session {
+	k := len(s.spare) - 1
+	if k < 0 {
+		return new(session)
+	}
+	sess := s.spare[k]
+	s.spare[k], s.spare = nil, s.spare[:k]
+	return sess
+}
+
+// end takes back session sess, which builds no more turns and which nothing else refers to:
+// its struct, and its conversation when the source reuses conversations, are reused. Its
+// history is not: the requests handed out slice it, and their readers may keep them (a
+// simulator's hash memo compares later prompts with them).
+func (s *Stream) end(sess *session) {
+	if r, ok := sess.t.src.(recycler); ok {
+		r.recycle(sess.conv)
+	}
+	*sess = session{}
+	if len(s.spare) < maxSpareSessions {
+		s.spare = append(s.spare, sess)
+	}
+}
+
+// recycler is a source that reuses the conversations of ended sessions.
+type recycler interface {
+	// recycle takes back c, which no session reads any more.
+	recycle(c *conversation)
 }
 
 // InFlight returns the number of requests whose Done the stream waits for before it can go

@@ -18,7 +18,35 @@ type syntheticChat struct {
 	output lengthDist
 	system *promptCache
 	nsys   int
-	lens   []int // scratch: a conversation's user message lengths
+	rng    scratchRand     // a conversation's stream
+	spare  []*conversation // ended sessions' conversations, for next (at most maxSpareConvs)
+}
+
+// maxSpareConvs bounds syntheticChat.spare.
+const maxSpareConvs = 256
+
+func (s *syntheticChat) recycle(c *conversation) {
+	if len(s.spare) < maxSpareConvs {
+		s.spare = append(s.spare, c)
+	}
+}
+
+// newConversation returns an empty conversation with seed and room for turns turns, an ended
+// one when there is one.
+func (s *syntheticChat) newConversation(seed uint64, turns int) *conversation {
+	k := len(s.spare) - 1
+	if k < 0 {
+		return &conversation{seed: seed, turns: make([]turn, turns)}
+	}
+	c := s.spare[k]
+	s.spare[k], s.spare = nil, s.spare[:k]
+	ts := c.turns[:0]
+	if cap(ts) < turns {
+		ts = make([]turn, 0, turns)
+	}
+	*c = conversation{seed: seed, turns: ts[:turns]}
+	clear(c.turns)
+	return c
 }
 
 func newSyntheticChat(w WorkloadConfig, seed uint64, withText bool) *syntheticChat {
@@ -34,35 +62,25 @@ func newSyntheticChat(w WorkloadConfig, seed uint64, withText bool) *syntheticCh
 func (s *syntheticChat) next() (*conversation, error) {
 	n := s.n
 	s.n++
-	r := newRand(s.seed, tagConversation, n)
-	c := &conversation{seed: deriveSeed(s.seed, tagAnswer, n)}
+	r := s.rng.at(s.seed, tagConversation, n)
+	sys := -1
 	if s.nsys > 0 {
-		k := r.IntN(s.nsys)
-		c.group = fmt.Sprintf("sys%d", k)
-		c.system = s.system.get(k)
-		c.hasSystem = true
+		sys = r.IntN(s.nsys)
 	}
-	turns := min(sampleGeometric(r, s.w.MeanTurns), s.w.MaxTurns)
-	if turns > 0 {
-		c.turns = make([]turn, turns)
+	turns := max(min(sampleGeometric(r, s.w.MeanTurns), s.w.MaxTurns), 0)
+	c := s.newConversation(deriveSeed(s.seed, tagAnswer, n), turns)
+	if sys >= 0 {
+		c.group = fmt.Sprintf("sys%d", sys)
+		c.system = s.system.get(sys)
+		c.hasSystem = true
 	}
 	for i := range c.turns {
 		c.turns[i].output = s.output.sample(r)
 	}
-	// The user messages' lengths first, then their tokens, in one array for them all.
-	s.lens = s.lens[:0]
-	total := 0
-	for range c.turns {
-		s.lens = append(s.lens, s.prompt.sample(r))
-		total += s.lens[len(s.lens)-1]
-	}
-	all := make([]int32, 0, total)
-	for i, k := range s.lens {
-		all = appendKeyedTokens(all, deriveSeed(s.seed, tagQuestion, n, uint64(i)), k)
-		c.turns[i].user = segment{tokens: all[len(all)-k : len(all) : len(all)]}
-		if s.text {
-			c.turns[i].user.text = Words(c.turns[i].user.tokens)
-		}
+	// The user messages' lengths; their tokens are drawn when each turn is built.
+	for i := range c.turns {
+		c.turns[i].userKey = deriveSeed(s.seed, tagQuestion, n, uint64(i))
+		c.turns[i].userLen = s.prompt.sample(r)
 	}
 	return c, nil
 }

@@ -156,16 +156,15 @@ func syllableIndex(s string) (int, error) {
 // SplitMix64 sequence of key: token i depends only on key and i, so the first k tokens of a
 // key's sequence are the same whatever n is (a shorter block is a prefix of a longer one).
 func appendKeyedTokens(dst []int32, key uint64, n int) []int32 {
-	var buf [256]int32 // filled locally, appended in bulk: cheaper under the race detector
-	c := key           // key + pair·gamma: one mix64 gives a pair of tokens
-	for done := 0; done < n; {
-		k := min(len(buf), n-done)
-		c = fillKeyedPairs(buf[:k&^1], c)
-		if k&1 == 1 { // the last token, of an odd n
-			buf[k-1] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
-		}
-		dst = append(dst, buf[:k]...)
-		done += k
+	if n <= 0 {
+		return dst
+	}
+	m := len(dst)
+	dst = slices.Grow(dst, n)[:m+n]
+	b := dst[m:]                       // drawn in place: no second pass over the tokens
+	c := fillKeyedPairs(b[:n&^1], key) // key + pair·gamma: one mix64 gives a pair of tokens
+	if n&1 == 1 {                      // the last token, of an odd n
+		b[n-1] = int32(((mix64(c) & 0xffffffff) * VocabSize) >> 32)
 	}
 	return dst
 }
@@ -174,18 +173,22 @@ func appendKeyedTokens(dst []int32, key uint64, n int) []int32 {
 // from state c (mix64 written out, with its additions folded into c) and returns the state
 // after them.
 func fillKeyedPairs(b []int32, c uint64) uint64 {
-	const gamma = 0x9e3779b97f4a7c15
-	for i := 1; i < len(b); i += 2 {
-		x := c + gamma
-		c = x
-		x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-		x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	// The constants come from a variable so that they stay in registers: as constants the
+	// compiler loads each 64-bit immediate again on every pair.
+	gamma, m1, m2 := mixConsts[0], mixConsts[1], mixConsts[2]
+	for i := 0; i < len(b)-1; i += 2 {
+		c += gamma
+		x := (c ^ (c >> 30)) * m1
+		x = (x ^ (x >> 27)) * m2
 		x ^= x >> 31
-		lo, hi := (x&0xffffffff)*VocabSize, (x>>32)*VocabSize
-		b[i-1], b[i] = int32(lo>>32), int32(hi>>32)
+		lo, hi := uint64(uint32(x))*VocabSize, (x>>32)*VocabSize
+		b[i], b[i+1] = int32(lo>>32), int32(hi>>32)
 	}
 	return c
 }
+
+// mixConsts are mix64's increment and multipliers, for fillKeyedPairs.
+var mixConsts = [3]uint64{0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9, 0x94d049bb133111eb}
 
 // keyedSegment returns n tokens of key's sequence and, when withText is set, their text.
 func keyedSegment(key uint64, n int, withText bool) segment {

@@ -48,13 +48,22 @@ type Sim struct {
 	taken     int
 	ended     int
 	rec       results.Record // the record handed to the sink, reused
+	spare     []*flight      // ended flights, for newFlight (at most maxSpareFlights)
 }
+
+// maxSpareFlights bounds Sim.spare.
+const maxSpareFlights = 256
 
 // flight is one request's journey through the router and the fleet.
 type flight struct {
-	wreq        workloads.Request
-	rreq        router.Request
-	ereq        engine.Request
+	wreq workloads.Request
+	rreq router.Request
+	ereq engine.Request
+	journey
+}
+
+// journey is what a flight learns on its way, reset as one for a reused flight.
+type journey struct {
 	arrival     sim.Time
 	endpoint    int
 	router      int // the router replica that routed it
@@ -198,10 +207,10 @@ func (s *Sim) wall(t sim.Time) time.Time { return Epoch.Add(t.Duration()) }
 
 // scheduleArrival makes sure an event is pending for the stream's next request.
 func (s *Sim) scheduleArrival() {
-	req, ok := s.stream.Peek()
+	arrival, ok := s.stream.PeekArrival()
 	at := sim.Never
 	if ok {
-		at = max(sim.At(req.Arrival), s.k.Now())
+		at = max(sim.At(arrival), s.k.Now())
 	}
 	if at == s.arrivalAt {
 		return
@@ -220,20 +229,29 @@ func (s *Sim) scheduleArrival() {
 func (s *Sim) onArrival(now sim.Time) {
 	s.arrivalEv, s.arrivalAt = 0, sim.Never
 	for {
-		req, ok := s.stream.Peek()
-		if !ok || sim.At(req.Arrival) > now {
+		arrival, ok := s.stream.PeekArrival()
+		if !ok || sim.At(arrival) > now {
 			break
 		}
-		req, _ = s.stream.Next()
+		req, _ := s.stream.Next()
 		s.taken++
 		s.active++
-		s.dispatch(s.newFlight(req, now), now)
+		s.dispatch(s.newFlight(&req, now), now)
 	}
 	s.scheduleArrival()
 }
 
-func (s *Sim) newFlight(w workloads.Request, now sim.Time) *flight {
-	f := &flight{wreq: w, arrival: now}
+// newFlight returns the state of request w, arriving at now: an ended flight's when there is
+// one (see recycle).
+func (s *Sim) newFlight(w *workloads.Request, now sim.Time) *flight {
+	var f *flight
+	if k := len(s.spare) - 1; k >= 0 {
+		f, s.spare[k], s.spare = s.spare[k], nil, s.spare[:k]
+	} else {
+		f = new(flight)
+	}
+	// Field by field: a whole-flight literal is built aside and copied in.
+	f.wreq, f.journey = *w, journey{arrival: now}
 	var msgs []router.Message
 	if len(w.Messages) > 0 {
 		msgs = make([]router.Message, len(w.Messages))

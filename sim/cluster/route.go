@@ -97,6 +97,18 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 	s.ended++
 	_ = s.stream.Done(f.wreq.ID, workloads.Completion{At: now.Duration(), Failed: st != results.StatusCompleted})
 	s.scheduleArrival()
+	s.recycle(f)
+}
+
+// recycle keeps ended flight f for newFlight. Nothing reads it any more: the replica that
+// ran it dropped its engine.Request when its Done hook returned (engine's Replica.recycle),
+// no event holding it is pending (a delayed first token is scheduled before the answer it
+// precedes, and the kernel runs ties in order), and the policies that remember their last
+// router.Request check its ID as well as its address.
+func (s *Sim) recycle(f *flight) {
+	if len(s.spare) < maxSpareFlights {
+		s.spare = append(s.spare, f)
+	}
 }
 
 // ensureScraping starts the periodic scrape when it is not running.
