@@ -30,12 +30,14 @@ func (r *Replica) prepareLazy() bool {
 	need, blocks := 0, 0
 	var sink uint64
 	tick, due, running := r.tick, r.due, r.running
-	r.expl = r.expl[:0]
-	for i, d := range due {
-		if d > tick {
-			continue
+	expl := r.expl[:0]
+	for i, d := range due { // a tight loop of its own: this one reads every running request
+		if d <= tick {
+			expl = append(expl, int32(i))
 		}
-		r.expl = append(r.expl, int32(i))
+	}
+	r.expl = expl
+	for _, i := range expl {
 		s := running[i]
 		if s.lazy {
 			if total, ok := r.blocksOnly(s); ok { // stays lazy; its token is in lazyN
