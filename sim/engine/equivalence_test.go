@@ -111,6 +111,12 @@ func randomScript(rng *rand.Rand) script {
 			sc.recover = append(sc.recover, f+sim.Time(rng.Int64N(int64(200*time.Millisecond))))
 		}
 	}
+	if rng.IntN(4) == 0 {
+		// Other block sizes (8 and 32, and 12: the engine does not ask for a power of two),
+		// so that lazy decoders' due steps are checked with other spacings of block
+		// boundaries.
+		sc.cfg.Deployment.BlockSize = []int{8, 32, 12}[rng.IntN(3)]
+	}
 	return sc
 }
 
