@@ -30,17 +30,21 @@ func (r *Replica) prepareLazy() bool {
 	need, blocks := 0, 0
 	var sink uint64
 	tick, due, running := r.tick, r.due, r.running
-	r.expl = r.expl[:0]
-	for i, d := range due {
-		if d > tick {
-			continue
+	expl := r.expl[:0]
+	for i, d := range due { // a tight loop of its own: this one reads every running request
+		if d <= tick {
+			expl = append(expl, int32(i))
 		}
-		r.expl = append(r.expl, int32(i))
+	}
+	r.expl = expl
+	for _, i := range expl {
 		s := running[i]
 		if s.lazy {
 			if total, ok := r.blocksOnly(s); ok { // stays lazy; its token is in lazyN
-				blocks += max(r.blocksFor(total)-len(s.blocks), 0)
-				if s.reg < len(s.hashes) && total/r.bs > s.reg {
+				if total > len(s.blocks)*r.bs { // one token more: at most one block
+					blocks++
+				}
+				if s.reg < len(s.hashes) && total >= (s.reg+1)*r.bs { // block reg is full
 					sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
 				}
 				continue
@@ -51,7 +55,7 @@ func (r *Replica) prepareLazy() bool {
 		total := s.numTokens()
 		need += total - s.computed
 		blocks += max(r.blocksFor(total)-len(s.blocks), 0)
-		if s.reg < len(s.hashes) && total/r.bs > s.reg {
+		if s.reg < len(s.hashes) && total >= (s.reg+1)*r.bs {
 			sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
 		}
 	}
@@ -81,7 +85,7 @@ func (r *Replica) advanceLazy(i int, s *seq) bool {
 		return false
 	}
 	n := len(s.blocks)*r.bs - c
-	if s.reg < s.knownBlocks(r.bs) {
+	if (s.reg+1)*r.bs <= s.knownLen { // as in lazify
 		n = min(n, (s.reg+1)*r.bs-1-c)
 	}
 	n = min(n, s.outputLen-1-g)
@@ -126,7 +130,9 @@ func (r *Replica) lazify(s *seq) int64 {
 		return 0 // still prefilling
 	}
 	k := len(s.blocks)*r.bs - c // steps until its token needs a new block
-	if s.reg < s.knownBlocks(r.bs) {
+	// Block reg's tokens are known (s.reg < s.knownBlocks(r.bs), without a 64-bit division):
+	// it is cached when it fills up.
+	if (s.reg+1)*r.bs <= s.knownLen {
 		k = min(k, (s.reg+1)*r.bs-1-c) // steps until block reg fills up and is cached
 	}
 	k = min(k, s.outputLen-1-g) // steps until its last token

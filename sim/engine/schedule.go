@@ -29,20 +29,22 @@ func (r *Replica) schedule() gpumodel.Step {
 // scheduleRunning gives each running request, in order, its remaining tokens within the
 // budget, preempting the newest when blocks run out. It returns the budget left and whether
 // it preempted.
+//
+// It visits only the requests handled on their own (expl); the lazy decoders between them
+// take one token each, their blocks in place. Unless every request was made explicit
+// (materializeAll), prepareLazy found that the budget covers every running request, so the
+// budget never runs out in between, and the lazy decoders' tokens are taken from it at the
+// end: those still running then, r.lazyN.
 func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 	budget = r.maxBatch
-	k := 0 // r.expl[k] is the next request handled on its own
-	for i := 0; i < len(r.running) && budget > 0; {
-		if j := r.nextExplicit(i, &k); j > i {
-			budget -= j - i // lazy decoders: one token each, their blocks in place
-			i = j
-			continue
+	for k := 0; k < len(r.expl) && budget > 0; k++ {
+		i := int(r.expl[k])
+		if i >= len(r.running) {
+			break // preempted, and so are those after it
 		}
 		s := r.running[i]
 		if s.lazy { // due only for blocks (prepareLazy)
 			if r.advanceLazy(i, s) {
-				budget--
-				i++
 				continue
 			}
 			r.materialize(s) // the free queue is short: on its own, preempting
@@ -50,12 +52,11 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 		}
 		n := min(s.numTokens()-s.computed, budget)
 		total := s.computed + n
-		if total <= len(s.blocks)*r.bs && total/r.bs <= s.reg {
+		if total <= len(s.blocks)*r.bs && total < (s.reg+1)*r.bs {
 			// Fast path (most decode steps): the blocks exist and no block fills up.
 			s.scheduled = n
 			budget -= n
 			r.batch = append(r.batch, s)
-			i++
 			continue
 		}
 		ok := r.allocate(s, total)
@@ -69,28 +70,13 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 			ok = r.allocate(s, total)
 		}
 		if !ok {
-			continue // s itself was preempted; running shrank
+			break // s itself was preempted: it was the last
 		}
 		s.scheduled = n
 		budget -= n
 		r.batch = append(r.batch, s)
-		i++
 	}
-	return budget, preempted
-}
-
-// nextExplicit returns the index of the first running request from i on that is not a lazy
-// decoder, or len(running), advancing *k past the entries of r.expl before i. When that
-// skips lazy decoders, the caller's budget covers them: schedule goes one by one whenever it
-// might not.
-func (r *Replica) nextExplicit(i int, k *int) int {
-	for *k < len(r.expl) && int(r.expl[*k]) < i {
-		*k++
-	}
-	if *k < len(r.expl) {
-		return min(int(r.expl[*k]), len(r.running))
-	}
-	return len(r.running)
+	return budget - r.lazyN, preempted
 }
 
 // scheduleWaiting admits waiting requests, in order, while the budget, max_num_seqs and the
