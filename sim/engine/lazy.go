@@ -130,7 +130,7 @@ func (r *Replica) lazify(s *seq) int64 {
 		return 0 // still prefilling
 	}
 	k := len(s.blocks)*r.bs - c // steps until its token needs a new block
-	// Block reg's tokens are known (s.reg < s.knownBlocks(r.bs), without a 64-bit division):
+	// Block reg's tokens are known (s.reg < r.fullBlocks(s.knownLen), without a division):
 	// it is cached when it fills up.
 	if (s.reg+1)*r.bs <= s.knownLen {
 		k = min(k, (s.reg+1)*r.bs-1-c) // steps until block reg fills up and is cached

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"math/bits"
 	"time"
 
 	"kvroute/gpumodel"
@@ -90,6 +91,7 @@ type Replica struct {
 	private  bool // defer caching generated blocks only the request can hit (see catchUp)
 	pool     *blockPool
 	bs       int
+	bsShift  int // log2(bs) when bs is a power of two, else -1 (fullBlocks)
 	maxBatch int
 	maxSeqs  int
 
@@ -159,6 +161,10 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	r := &Replica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newBlockPool(usable, rel.Semantics),
 		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs, sem: rel.Semantics}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	r.bsShift = -1
+	if r.bs&(r.bs-1) == 0 {
+		r.bsShift = bits.TrailingZeros(uint(r.bs))
+	}
 	if rel.AsyncScheduling {
 		if err := r.splitCPU(d); err != nil {
 			return nil, err
@@ -224,7 +230,17 @@ func (r *Replica) kick(now sim.Time) {
 	r.k.Schedule(now, r.cfg.Priority, r.startFn)
 }
 
-func (r *Replica) blocksFor(tokens int) int { return (tokens + r.bs - 1) / r.bs }
+func (r *Replica) blocksFor(tokens int) int { return r.fullBlocks(tokens + r.bs - 1) }
+
+// fullBlocks returns how many full blocks tokens (≥ 0) fill: a shift for a block size that is
+// a power of two, as vLLM's are by default, where a 64-bit division would take several times
+// as long on the scheduler's every step.
+func (r *Replica) fullBlocks(tokens int) int {
+	if r.bsShift >= 0 {
+		return tokens >> (r.bsShift & 63)
+	}
+	return tokens / r.bs
+}
 
 // kicked starts a step on an idle replica.
 func (r *Replica) kicked(now sim.Time) { r.startStep(now, false) }

@@ -109,7 +109,7 @@ func (r *Replica) catchUp(s *seq) {
 	}
 	s.private, s.hashable = false, -1
 	s.knownLen = max(s.knownLen, s.promptLen+s.outputLen)
-	r.register(s, s.computed/r.bs)
+	r.register(s, r.fullBlocks(s.computed))
 }
 
 // park stands in for catchUp when s leaves for good: the blocks catchUp would cache can
@@ -120,15 +120,10 @@ func (r *Replica) park(s *seq) {
 		return
 	}
 	s.private = false
-	full := min(s.computed/r.bs, len(s.blocks))
+	full := min(r.fullBlocks(s.computed), len(s.blocks))
 	for j := s.reg; j < full; j++ {
 		r.pool.park(s.blocks[j])
 	}
-}
-
-// knownBlocks returns how many full blocks of the sequence have only known tokens.
-func (s *seq) knownBlocks(blockSize int) int {
-	return s.knownLen / blockSize
 }
 
 // numTokens is the prompt plus the tokens generated so far.
@@ -149,9 +144,9 @@ func (r *Replica) hashUpTo(s *seq, n int) int {
 		return n
 	}
 	if s.hashes == nil {
-		known := s.knownBlocks(r.bs)
+		known := r.fullBlocks(s.knownLen)
 		s.hashes = r.memo.takeHashes(known)
-		r.hashBlocks(s, min(known, (s.promptLen+s.outputLen)/r.bs))
+		r.hashBlocks(s, min(known, r.fullBlocks(s.promptLen+s.outputLen)))
 	}
 	return r.hashBlocks(s, n)
 }
@@ -190,9 +185,9 @@ func (r *Replica) knownRun(s *seq, j, n int) []int32 {
 	}
 	prompt, answer := s.req.Prompt, s.req.Answer
 	if lp := len(prompt); (j+1)*r.bs <= lp {
-		return prompt[j*r.bs : min(n, lp/r.bs)*r.bs]
+		return prompt[j*r.bs : min(n, r.fullBlocks(lp))*r.bs]
 	} else if j*r.bs >= lp && (j+1)*r.bs <= lp+len(answer) {
-		return answer[j*r.bs-lp : min(n, (lp+len(answer))/r.bs)*r.bs-lp]
+		return answer[j*r.bs-lp : min(n, r.fullBlocks(lp+len(answer)))*r.bs-lp]
 	}
 	return nil
 }

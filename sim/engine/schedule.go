@@ -113,7 +113,7 @@ func (r *Replica) allocate(s *seq, total int) bool {
 		r.pool.touchFree(need)
 	}
 	s.blocks = r.pool.popRun(s.blocks, need)
-	r.register(s, total/r.bs)
+	r.register(s, r.fullBlocks(total))
 	return true
 }
 
@@ -135,7 +135,7 @@ func (r *Replica) register(s *seq, full int) {
 // blocks are not there.
 func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	total := s.numTokens()
-	maxHit := (total - 1) / r.bs // a full hit still recomputes the last token
+	maxHit := r.fullBlocks(total - 1) // a full hit still recomputes the last token
 	known := r.hashUpTo(s, maxHit)
 	// Bring in the table slots of the blocks to look up and register, all misses at once.
 	r.pool.sink += r.pool.cached.touchChain(s.hashes[:min(len(s.hashes), r.blocksFor(total))])
@@ -175,7 +175,7 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 		r.pool.touchFree(need)
 	}
 	s.blocks = r.pool.popRun(s.blocks, need)
-	r.register(s, (hit+n)/r.bs)
+	r.register(s, r.fullBlocks(hit+n))
 	if s.preemptions == 0 || !r.sem.SkipPreemptedStats {
 		r.m.PrefixQueries += int64(total)
 		r.m.PrefixHits += int64(hit)
