@@ -230,6 +230,7 @@ func (r *Replica) kick(now sim.Time) {
 	r.k.Schedule(now, r.cfg.Priority, r.startFn)
 }
 
+// blocksFor returns how many blocks tokens occupy, the last one possibly in part.
 func (r *Replica) blocksFor(tokens int) int { return r.fullBlocks(tokens + r.bs - 1) }
 
 // fullBlocks returns how many full blocks tokens (≥ 0) fill: a shift for a block size that is
