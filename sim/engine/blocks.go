@@ -104,17 +104,6 @@ func (p *blockPool) pushTail(b int32) {
 	p.numFree++
 }
 
-// pushHead puts free block b at the head of the free queue, to be taken first.
-func (p *blockPool) pushHead(b int32) {
-	if int(p.tail-p.head) == len(p.ring) {
-		p.compactFree()
-	}
-	p.head--
-	p.ring[p.head&uint32(len(p.ring)-1)] = b
-	p.blocks[b].qpos = p.head
-	p.numFree++
-}
-
 // current reports whether the free-queue entry at position q is current.
 func (p *blockPool) current(q uint32) bool {
 	bl := &p.blocks[p.ring[q&uint32(len(p.ring)-1)]]
@@ -275,7 +264,7 @@ func (p *blockPool) park(b int32) {
 	}
 }
 
-// touchBlocks reads each block's state, overlapping the cache misses (see hashTable.touch).
+// touchBlocks reads each block's state, overlapping the cache misses (see prefixTable.touch).
 func (p *blockPool) touchBlocks(blocks []int32) uint64 {
 	var sink uint64
 	for _, b := range blocks {

@@ -89,23 +89,8 @@ func (t *prefixTable) get(k blockKey) (int32, bool) {
 	return t.over.get(k.hash)
 }
 
-// put maps k, which the table does not hold, to block b and returns its position.
-func (t *prefixTable) put(k blockKey, b int32) uint32 {
-	t.n++
-	l := t.line(k.anchor)
-	ln := (*[lineSlots]hashSlot)(t.lines[l:])
-	for a := k.lane & (groupBlocks - 1); a < lineSlots; a += groupBlocks {
-		if ln[usedSlot].aux>>a&1 == 0 {
-			ln[a].key, ln[a].block1 = k.hash, b+1
-			ln[usedSlot].aux |= 1 << a
-			return l + a
-		}
-	}
-	return t.spill(l, k, b)
-}
-
 // getOrPut returns the block cached under k when the table holds it; otherwise it maps k to
-// block b and returns the new entry's position. It is get then put, reading the line once.
+// block b and returns the new entry's position, reading the line once.
 func (t *prefixTable) getOrPut(k blockKey, b int32) (c int32, pos uint32, found bool) {
 	l := t.line(k.anchor)
 	ln := (*[lineSlots]hashSlot)(t.lines[l:])
@@ -188,10 +173,13 @@ func (t *prefixTable) deleteInLine(pos uint32) {
 	t.lines[pos&^(lineSlots-1)+usedSlot].aux &^= 1 << (pos & (lineSlots - 1))
 }
 
-// touch reads anchor's line (see hashTable.touch).
+// touch reads anchor's line and returns a value made of it, which the caller keeps so that
+// the read is not dropped. Reads of several lines in a row do not depend on each other, so
+// the processor overlaps their cache misses, and the work that follows finds the lines
+// cached instead of missing one after another.
 func (t *prefixTable) touch(anchor uint64) uint64 { return t.lines[t.line(anchor)].key }
 
-// touchChain reads the lines of a sequence's blocks, one per group (see hashTable.touch).
+// touchChain reads the lines of a sequence's blocks, one per group (see touch).
 func (t *prefixTable) touchChain(hashes []uint64) uint64 {
 	var sink uint64
 	for j := 0; j < len(hashes); j += groupBlocks {

@@ -43,21 +43,6 @@ func (t *hashTable) get(key uint64) (int32, bool) {
 	}
 }
 
-// touch reads the home slot of each key and returns a value made of them, which the caller
-// keeps so that the reads are not dropped. The reads do not depend on each other, so the
-// processor overlaps their cache misses; the lookups that follow then find the slots cached
-// instead of missing one after another.
-func (t *hashTable) touch(keys []uint64) uint64 {
-	var sink uint64
-	if len(t.slots) == 0 {
-		return 0
-	}
-	for _, k := range keys {
-		sink += t.slots[t.home(k)].key
-	}
-	return sink
-}
-
 // put maps key to block b, replacing any value key had, and returns the slot of the entry.
 // The caller makes room first (full, grow).
 func (t *hashTable) put(key uint64, b int32) uint64 {
@@ -76,31 +61,6 @@ func (t *hashTable) put(key uint64, b int32) uint64 {
 
 // full reports whether one more key would take the load factor above 1/2.
 func (t *hashTable) full() bool { return 2*(t.n+1) > len(t.slots) }
-
-// find returns the slot holding key.
-func (t *hashTable) find(key uint64) (uint64, bool) {
-	if t.n == 0 {
-		return 0, false
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := t.home(key); ; i = (i + 1) & mask {
-		s := &t.slots[i]
-		if s.block1 == 0 {
-			return 0, false
-		}
-		if s.key == key {
-			return i, true
-		}
-	}
-}
-
-// touchKey reads key's home slot (see touch).
-func (t *hashTable) touchKey(key uint64) uint64 {
-	if len(t.slots) == 0 {
-		return 0
-	}
-	return t.slots[t.home(key)].key
-}
 
 // deleteAt empties slot i, shifting later members of its probe run back so that lookups
 // never need tombstones.

@@ -73,7 +73,11 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 				delete(want, h)
 				delete(pos, b)
 			case !ok && len(want) < 64 && r.IntN(2) == 0: // insert it
-				pos[next] = tab.put(keyOf(h), next)
+				_, p, found := tab.getOrPut(keyOf(h), next)
+				if found {
+					t.Fatalf("round %d step %d: getOrPut(%d) found a hash the table does not hold", round, step, h)
+				}
+				pos[next] = p
 				want[h] = next
 				next++
 			case len(want) < 64 && r.IntN(3) == 0: // look it up, inserting it when absent
@@ -100,6 +104,23 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 			if tab.key(pos[b]) != h {
 				t.Fatalf("round %d: block %d's position holds %d, want %d", round, b, tab.key(pos[b]), h)
 			}
+		}
+	}
+}
+
+// find returns the slot of t holding key.
+func (t *hashTable) find(key uint64) (uint64, bool) {
+	if t.n == 0 {
+		return 0, false
+	}
+	mask := uint64(len(t.slots) - 1)
+	for i := t.home(key); ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.block1 == 0 {
+			return 0, false
+		}
+		if s.key == key {
+			return i, true
 		}
 	}
 }
