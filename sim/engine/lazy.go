@@ -44,9 +44,7 @@ func (r *Replica) prepareLazy() bool {
 				if total > len(s.blocks)*r.bs { // one token more: at most one block
 					blocks++
 				}
-				if s.reg < len(s.hashes) && total >= (s.reg+1)*r.bs { // block reg is full
-					sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
-				}
+				sink += r.touchReg(s, total)
 				continue
 			}
 			r.materialize(s)
@@ -55,15 +53,22 @@ func (r *Replica) prepareLazy() bool {
 		total := s.numTokens()
 		need += total - s.computed
 		blocks += max(r.blocksFor(total)-len(s.blocks), 0)
-		if s.reg < len(s.hashes) && total >= (s.reg+1)*r.bs {
-			sink += r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
-		}
+		sink += r.touchReg(s, total)
 	}
 	if blocks > 1 {
 		r.pool.touchFree(blocks)
 	}
 	r.pool.sink += sink
 	return need+r.lazyN <= r.maxBatch
+}
+
+// touchReg reads the table line that block reg of s will be cached in, when s has its hash
+// and the block is full at total tokens (see prefixTable.touch).
+func (r *Replica) touchReg(s *seq, total int) uint64 {
+	if s.reg < len(s.hashes) && r.regFull(s, total) {
+		return r.pool.cached.touch(s.hashes[s.reg&^(groupBlocks-1)])
+	}
+	return 0
 }
 
 // blocksOnly reports whether lazy decoder s, due this step, needs nothing this step but
@@ -84,14 +89,24 @@ func (r *Replica) advanceLazy(i int, s *seq) bool {
 	if !r.allocate(s, c) {
 		return false
 	}
-	n := len(s.blocks)*r.bs - c
-	if (s.reg+1)*r.bs <= s.knownLen { // as in lazify
-		n = min(n, (s.reg+1)*r.bs-1-c)
-	}
-	n = min(n, s.outputLen-1-g)
-	r.due[i] = r.tick + 1 + int64(max(n, 0))
+	r.due[i] = r.tick + 1 + int64(max(r.untilDue(s, c, g), 0))
 	return true
 }
+
+// untilDue returns how many steps decoding request s, with c tokens computed and g generated,
+// can take before it needs handling on its own: before its token needs a new block, before
+// block reg, whose tokens are known, fills up and is cached, or before its last token.
+func (r *Replica) untilDue(s *seq, c, g int) int {
+	k := len(s.blocks)*r.bs - c
+	if r.regFull(s, s.knownLen) { // block reg's tokens are known
+		k = min(k, (s.reg+1)*r.bs-1-c)
+	}
+	return min(k, s.outputLen-1-g)
+}
+
+// regFull reports whether block reg, the next to register, is full at tokens tokens: a
+// product, not a division by the block size.
+func (r *Replica) regFull(s *seq, tokens int) bool { return tokens >= (s.reg+1)*r.bs }
 
 // materialize brings lazy decoder s up to date and makes it an ordinary request. The caller
 // resets its due.
@@ -129,13 +144,7 @@ func (r *Replica) lazify(s *seq) int64 {
 	if g <= 0 || c != s.numTokens()-1 {
 		return 0 // still prefilling
 	}
-	k := len(s.blocks)*r.bs - c // steps until its token needs a new block
-	// Block reg's tokens are known (s.reg < r.fullBlocks(s.knownLen), without a division):
-	// it is cached when it fills up.
-	if (s.reg+1)*r.bs <= s.knownLen {
-		k = min(k, (s.reg+1)*r.bs-1-c) // steps until block reg fills up and is cached
-	}
-	k = min(k, s.outputLen-1-g) // steps until its last token
+	k := r.untilDue(s, c, g)
 	if k <= 0 {
 		return 0
 	}

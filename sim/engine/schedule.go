@@ -52,7 +52,7 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 		}
 		n := min(s.numTokens()-s.computed, budget)
 		total := s.computed + n
-		if total <= len(s.blocks)*r.bs && total < (s.reg+1)*r.bs {
+		if total <= len(s.blocks)*r.bs && !r.regFull(s, total) {
 			// Fast path (most decode steps): the blocks exist and no block fills up.
 			s.scheduled = n
 			budget -= n
