@@ -21,11 +21,18 @@ const (
 	tagRecord
 )
 
+// SplitMix64's increment and multipliers, for mix64 and fillKeyedPairs.
+const (
+	mixGamma = 0x9e3779b97f4a7c15
+	mixMul1  = 0xbf58476d1ce4e5b9
+	mixMul2  = 0x94d049bb133111eb
+)
+
 // mix64 is the SplitMix64 finaliser: a bijective 64-bit mixing function.
 func mix64(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	x += mixGamma
+	x = (x ^ (x >> 30)) * mixMul1
+	x = (x ^ (x >> 27)) * mixMul2
 	return x ^ (x >> 31)
 }
 

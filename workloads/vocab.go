@@ -187,8 +187,8 @@ func fillKeyedPairs(b []int32, c uint64) uint64 {
 	return c
 }
 
-// mixConsts are mix64's increment and multipliers, for fillKeyedPairs.
-var mixConsts = [3]uint64{0x9e3779b97f4a7c15, 0xbf58476d1ce4e5b9, 0x94d049bb133111eb}
+// mixConsts are mix64's constants as a variable, for fillKeyedPairs.
+var mixConsts = [3]uint64{mixGamma, mixMul1, mixMul2}
 
 // keyedSegment returns n tokens of key's sequence and, when withText is set, their text.
 func keyedSegment(key uint64, n int, withText bool) segment {
