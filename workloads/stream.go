@@ -40,11 +40,8 @@ type Stream struct {
 	closed      bool
 	staged      *stagedArrivals // the top-level arrivals when they have stages
 	gated       map[string]bool // sessions of a draining stage not yet reported done
-	spare       []*session      // ended sessions, for takeSession (at most maxSpareSessions)
+	spare       spares[session] // ended sessions, for takeSession
 }
-
-// maxSpareSessions bounds Stream.spare.
-const maxSpareSessions = 256
 
 // Stats counts what a stream has done so far.
 type Stats struct {
@@ -162,13 +159,10 @@ func (s *Stream) Done(id string, c Completion) error {
 
 // takeSession returns an ended session to start a new one in, or a new one.
 func (s *Stream) takeSession() *session {
-	k := len(s.spare) - 1
-	if k < 0 {
-		return new(session)
+	if sess := s.spare.take(); sess != nil {
+		return sess
 	}
-	sess := s.spare[k]
-	s.spare[k], s.spare = nil, s.spare[:k]
-	return sess
+	return new(session)
 }
 
 // end takes back session sess, which builds no more turns and which nothing else refers to:
@@ -180,9 +174,7 @@ func (s *Stream) end(sess *session) {
 		r.recycle(sess.conv)
 	}
 	*sess = session{}
-	if len(s.spare) < maxSpareSessions {
-		s.spare = append(s.spare, sess)
-	}
+	s.spare.put(sess)
 }
 
 // recycler is a source that reuses the conversations of ended sessions.

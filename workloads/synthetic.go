@@ -18,28 +18,19 @@ type syntheticChat struct {
 	output lengthDist
 	system *promptCache
 	nsys   int
-	rng    scratchRand     // a conversation's stream
-	spare  []*conversation // ended sessions' conversations, for next (at most maxSpareConvs)
+	rng    scratchRand          // a conversation's stream
+	spare  spares[conversation] // ended sessions' conversations, for next
 }
 
-// maxSpareConvs bounds syntheticChat.spare.
-const maxSpareConvs = 256
-
-func (s *syntheticChat) recycle(c *conversation) {
-	if len(s.spare) < maxSpareConvs {
-		s.spare = append(s.spare, c)
-	}
-}
+func (s *syntheticChat) recycle(c *conversation) { s.spare.put(c) }
 
 // newConversation returns an empty conversation with seed and room for turns turns, an ended
 // one when there is one.
 func (s *syntheticChat) newConversation(seed uint64, turns int) *conversation {
-	k := len(s.spare) - 1
-	if k < 0 {
+	c := s.spare.take()
+	if c == nil {
 		return &conversation{seed: seed, turns: make([]turn, turns)}
 	}
-	c := s.spare[k]
-	s.spare[k], s.spare = nil, s.spare[:k]
 	ts := c.turns[:0]
 	if cap(ts) < turns {
 		ts = make([]turn, 0, turns)
