@@ -101,6 +101,7 @@ func (t *hashTable) resize(size int) {
 	for _, s := range old {
 		if s.block1 != 0 {
 			i := t.put(s.key, s.block1-1)
+			t.slots[i].aux = s.aux
 			if t.onMove != nil {
 				t.onMove(s.block1, i)
 			}
