@@ -30,19 +30,20 @@ type blockPool struct {
 	events func(stored bool, hash uint64)
 }
 
-// block is one KV block's state: 16 bytes, four to a cache line.
+// block is one KV block's state: 24 bytes.
 type block struct {
 	ref  int32
 	qpos uint32 // position of the block's current free-queue entry, when ref is 0
 	// slot says how the block is cached: its hash's table position plus one (the table's
 	// block for the hash), slotSecond, or, when it has no hash, 0 or slotParked.
 	slot uint32
-	dup  int32 // the next block cached under the same hash, plus one; 0: none
+	dup  int32  // the next block cached under the same hash, plus one; 0: none
+	hash uint64 // the hash the block is cached under, when it is
 }
 
 const (
-	// slotSecond: cached under a hash that an earlier block holds too (dupHits); the hash
-	// is in blockPool.dupHash.
+	// slotSecond: cached under a hash that an earlier block holds too (dupHits), not the
+	// table's block for it.
 	slotSecond = ^uint32(0)
 	// slotParked: no hash, but stands for a cached block no request can ever hit
 	// (Replica.park).
@@ -70,7 +71,7 @@ func (p *blockPool) reset(n int, sem Semantics) {
 		p.pushTail(b)
 	}
 	// The table holds at most one entry per block: it never grows.
-	p.cached.reserve(n + 1)
+	p.cached.reserve(n+1, p.blocks)
 	p.cached.onMove = func(block1 int32, pos uint32) { p.blocks[block1-1].slot = pos + 1 }
 }
 
@@ -86,12 +87,7 @@ func (p *blockPool) hashed(b int32) bool {
 }
 
 // hashOf returns the hash of cached block b.
-func (p *blockPool) hashOf(b int32) uint64 {
-	for p.blocks[b].slot == slotSecond {
-		b = p.dupPrev[b] // towards the table's block for the hash
-	}
-	return p.cached.key(p.blocks[b].slot - 1)
-}
+func (p *blockPool) hashOf(b int32) uint64 { return p.blocks[b].hash }
 
 // pushTail appends free block b to the free queue.
 func (p *blockPool) pushTail(b int32) {
@@ -246,7 +242,7 @@ func (p *blockPool) cache(b int32, k blockKey) {
 				c = p.blocks[c].dup - 1
 			}
 			p.blocks[c].dup = b + 1
-			p.blocks[b].slot, p.dupPrev[b] = slotSecond, c
+			p.blocks[b].slot, p.blocks[b].hash, p.dupPrev[b] = slotSecond, k.hash, c
 		}
 		return
 	}

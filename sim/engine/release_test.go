@@ -332,8 +332,9 @@ func testKey(h uint64) blockKey {
 }
 
 // checkSlots checks that the table holds exactly the hashes of the pool's table blocks, each
-// at the position its block records, that every duplicate is on its hash's chain, and that
-// each line counts its entries in the overflow table and marks the slots it fills.
+// at the position its block records under its hash's tag, that every duplicate is on its
+// hash's chain, and that each lane says whether its second slot is taken and counts its
+// entries in the overflow table.
 func checkSlots(p *blockPool) error {
 	t := &p.cached
 	heads := 0
@@ -349,12 +350,11 @@ func checkSlots(p *blockPool) error {
 			}
 		case s != 0 && s != slotParked:
 			heads++
-			e := t.over.slots[max(int(s-1)-len(t.lines), 0)]
-			if int(s-1) < len(t.lines) {
-				e = t.lines[s-1]
+			if got := t.block(s - 1); got != b {
+				return fmt.Errorf("block %d records position %d, which holds block %d", b, s-1, got)
 			}
-			if e.block1 != b+1 {
-				return fmt.Errorf("block %d records position %d, which holds block %d", b, s-1, e.block1-1)
+			if int(s-1) < len(t.lines) && t.lines[s-1].tag&^metaMask != tagOf(p.hashOf(b)) {
+				return fmt.Errorf("block %d's slot %d has tag %x, its hash %x", b, s-1, t.lines[s-1].tag, p.hashOf(b))
 			}
 			if c, ok := t.get(testKey(p.hashOf(b))); !ok || c != b {
 				return fmt.Errorf("lookup of block %d's hash finds %d, %v", b, c, ok)
@@ -364,25 +364,5 @@ func checkSlots(p *blockPool) error {
 	if heads != t.n {
 		return fmt.Errorf("%d table entries, %d blocks in the table", t.n, heads)
 	}
-	spilled := map[uint32]uint32{}
-	for _, e := range t.over.slots {
-		if e.block1 != 0 {
-			spilled[e.aux]++
-		}
-	}
-	for l := 0; l < len(t.lines); l += lineSlots {
-		if got := t.lines[l].aux; got != spilled[uint32(l)] {
-			return fmt.Errorf("line %d counts %d entries in the overflow table, which holds %d", l, got, spilled[uint32(l)])
-		}
-		var used uint32
-		for a := range lineSlots {
-			if t.lines[l+a].block1 != 0 {
-				used |= 1 << a
-			}
-		}
-		if got := t.lines[l+usedSlot].aux; got != used {
-			return fmt.Errorf("line %d marks slots %08b taken, but %08b are", l, got, used)
-		}
-	}
-	return nil
+	return checkLanes(t)
 }

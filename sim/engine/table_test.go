@@ -1,11 +1,13 @@
 package engine
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 )
 
-// TestHashTableAgainstMap runs random puts, lookups and deletes on a hashTable and a map.
+// TestHashTableAgainstMap runs random puts, lookups and deletes on a hashTable and a map, and
+// checks that each entry keeps its aux through moves and growth.
 func TestHashTableAgainstMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for round := range 50 {
@@ -31,7 +33,7 @@ func TestHashTableAgainstMap(t *testing.T) {
 				if tab.full() {
 					tab.grow()
 				}
-				tab.put(k, b)
+				tab.slots[tab.put(k, b)].aux = uint32(k >> 3) // the owner's: kept as entries move
 				want[k] = b
 			default:
 				k := key()
@@ -48,6 +50,9 @@ func TestHashTableAgainstMap(t *testing.T) {
 			if b, ok := tab.get(k); !ok || b != wb {
 				t.Fatalf("round %d: get(%d) = %d, %v; want %d", round, k, b, ok, wb)
 			}
+			if i, _ := slotOf(&tab, k); tab.slots[i].aux != uint32(k>>3) {
+				t.Fatalf("round %d: key %d's aux is %d, want %d", round, k, tab.slots[i].aux, k>>3)
+			}
 		}
 	}
 }
@@ -59,11 +64,13 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := range 50 {
 		var tab prefixTable
-		tab.reserve(64)
+		tab.reserve(64, make([]block, 2000))
 		pos := map[int32]uint32{} // block → position
 		tab.onMove = func(block1 int32, p uint32) { pos[block1-1] = p }
 		want := map[uint64]int32{} // hash → block
-		keyOf := func(h uint64) blockKey { return blockKey{hash: h, anchor: h % 3, lane: uint32(h/3) % 4} }
+		// Some hashes share their tag, so that lookups compare the full hash; others do not.
+		full := func(h uint64) uint64 { return h | (h%5)<<40 }
+		keyOf := func(h uint64) blockKey { return blockKey{hash: full(h), anchor: h % 3, lane: uint32(h/3) % 4} }
 		next := int32(0)
 		for step := range 2000 {
 			h := uint64(r.IntN(200))
@@ -99,12 +106,51 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 			if tab.n != len(want) {
 				t.Fatalf("round %d step %d: %d entries, want %d", round, step, tab.n, len(want))
 			}
-		}
-		for h, b := range want {
-			if tab.key(pos[b]) != h {
-				t.Fatalf("round %d: block %d's position holds %d, want %d", round, b, tab.key(pos[b]), h)
+			if err := checkLanes(&tab); err != nil {
+				t.Fatalf("round %d step %d: %v", round, step, err)
 			}
 		}
+		for h, b := range want {
+			if tab.key(pos[b]) != full(h) {
+				t.Fatalf("round %d: block %d's position holds %x, want %x", round, b, tab.key(pos[b]), full(h))
+			}
+		}
+	}
+}
+
+// TestPrefixTableSpillCountSticks fills one lane past what its count can hold: the count
+// sticks, and every key stays reachable as the lane empties again.
+func TestPrefixTableSpillCountSticks(t *testing.T) {
+	var tab prefixTable
+	tab.reserve(64, make([]block, 400))
+	pos := map[int32]uint32{}
+	tab.onMove = func(block1 int32, p uint32) { pos[block1-1] = p }
+	key := func(h uint64) blockKey { return blockKey{hash: h, anchor: 7, lane: 3} }
+	const n = 300
+	for h := range uint64(n) {
+		if _, p, found := tab.getOrPut(key(h), int32(h)); found {
+			t.Fatalf("getOrPut(%d) found a hash the table does not hold", h)
+		} else {
+			pos[int32(h)] = p
+		}
+	}
+	first := tab.lane(key(0))
+	if got := tab.lines[first].tag & spillMask; got != spillMask {
+		t.Fatalf("lane counts %d entries in the overflow table, want the count stuck at %d", got, spillMask)
+	}
+	for h := range uint64(n) { // remove them in order: the lane's slots first
+		for k := h; k < n; k += 37 {
+			if b, ok := tab.get(key(k)); !ok || b != int32(k) {
+				t.Fatalf("after removing %d keys: get(%d) = %d, %v", h, k, b, ok)
+			}
+		}
+		tab.deleteAt(pos[int32(h)])
+		if err := checkLanes(&tab); err != nil {
+			t.Fatalf("after removing key %d: %v", h, err)
+		}
+	}
+	if tab.n != 0 || tab.over.n != 0 {
+		t.Fatalf("%d entries (%d in the overflow table) left", tab.n, tab.over.n)
 	}
 }
 
@@ -117,4 +163,28 @@ func slotOf(t *hashTable, key uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// checkLanes checks that each lane's first slot says whether its second is taken, and counts
+// the lane's entries in the overflow table.
+func checkLanes(t *prefixTable) error {
+	spilled := map[uint32]uint32{}
+	for _, e := range t.over.slots {
+		if e.block1 != 0 {
+			spilled[e.aux]++
+		}
+	}
+	for l := 0; l < len(t.lines); l += lineSlots {
+		for i := uint32(l); i < uint32(l+groupBlocks); i++ {
+			s0, s1 := t.lines[i], t.lines[i+groupBlocks]
+			if second := s1.block1 != 0; second != (s0.tag&secondBit != 0) {
+				return fmt.Errorf("lane at slot %d says its second slot is taken: %v; it is: %v", i, !second, second)
+			}
+			// A count at spillMask has stuck: lookups search the overflow table, whatever it holds.
+			if got := s0.tag & spillMask; got != spilled[i] && got != spillMask {
+				return fmt.Errorf("lane at slot %d counts %d entries in the overflow table, which holds %d", i, got, spilled[i])
+			}
+		}
+	}
+	return nil
 }
