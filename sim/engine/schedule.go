@@ -112,7 +112,9 @@ func (r *Replica) allocate(s *seq, total int) bool {
 	if need > 1 {
 		r.pool.touchFree(need)
 	}
-	s.blocks = r.pool.popRun(s.blocks, need)
+	if need > 0 {
+		s.blocks = r.pool.popRun(s.blocks, need)
+	}
 	r.register(s, r.fullBlocks(total))
 	return true
 }
