@@ -121,6 +121,9 @@ func (r *Replica) allocate(s *seq, total int) bool {
 
 // register caches s's first full blocks, up to full, whose tokens are known.
 func (r *Replica) register(s *seq, full int) {
+	if s.reg >= full {
+		return // every full block is offered already (they all have hashes)
+	}
 	known := min(r.hashUpTo(s, full), len(s.blocks))
 	if r.hooks.KV != nil && s.reg < known {
 		r.storing = s // for the BlockStored events' tokens and parents
