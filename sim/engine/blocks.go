@@ -235,6 +235,14 @@ func (p *blockPool) unlinkDup(b int32) {
 // hash stays cached until the last is evicted. KV events are published per hash, not per
 // duplicate.
 func (p *blockPool) cache(b int32, k blockKey) {
+	if pos, ok := p.cached.putInEmpty(k, b); ok {
+		bl := &p.blocks[b]
+		bl.slot, bl.hash = pos+1, k.hash
+		if p.events != nil {
+			p.events(true, k.hash)
+		}
+		return
+	}
 	c, pos, found := p.cached.getOrPut(k, b)
 	if found {
 		if p.dupHits { // b joins the blocks cached under h, after the last of them

@@ -115,6 +115,21 @@ func (t *prefixTable) get(k blockKey) (int32, bool) {
 	return t.over.get(k.hash)
 }
 
+// putInEmpty maps k to block b when k's lane is empty and has never spilled, so that the
+// table cannot hold k, and returns the new entry's position; it is false, changing nothing,
+// otherwise (getOrPut). The caller records k's hash in b's state. Small enough to inline:
+// most insertions find their lane so.
+func (t *prefixTable) putInEmpty(k blockKey, b int32) (uint32, bool) {
+	i := t.lane(k)
+	s0 := &t.lines[i]
+	if *s0 != (lineSlot{}) {
+		return 0, false
+	}
+	t.n++
+	s0.tag, s0.block1 = tagOf(k.hash), b+1
+	return i, true
+}
+
 // getOrPut returns the block cached under k when the table holds it; otherwise it maps k to
 // block b, records k's hash in b's state and returns the new entry's position, reading the
 // line once.
