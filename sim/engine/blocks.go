@@ -2,7 +2,8 @@ package engine
 
 // blockPool is vLLM's KV block pool: ref counts, the free queue (head evicted first) and the
 // table from block hash to cached block. Block ids are 0..n-1. Each block's fields sit
-// together, so touching a block costs one cache line.
+// together (24 bytes), so touching a block costs one cache line (two for the one block in
+// four that straddles a line boundary).
 //
 // vLLM keeps the free queue as a doubly-linked list, for taking a block out of its middle
 // when a request hits it. Here it is a ring of block ids in the order they were freed; taking
@@ -30,7 +31,7 @@ type blockPool struct {
 	events func(stored bool, hash uint64)
 }
 
-// block is one KV block's state: 24 bytes.
+// block is one KV block's state.
 type block struct {
 	ref  int32
 	qpos uint32 // position of the block's current free-queue entry, when ref is 0
