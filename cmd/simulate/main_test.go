@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"testing"
 )
@@ -103,5 +104,21 @@ func TestListAndBadFlags(t *testing.T) {
 	var o, e bytes.Buffer
 	if code := run([]string{"-config", "/no/such/file.yaml"}, &o, &e); code != 2 {
 		t.Errorf("missing config: exit %d, want 2", code)
+	}
+}
+
+// TestTuneGC checks that a sweep collects at sweepGCPercent unless GOGC is set.
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, c := range []struct {
+		env  string
+		want int
+	}{{"", sweepGCPercent}, {"100", 100}, {"off", 100}} {
+		t.Setenv("GOGC", c.env)
+		debug.SetGCPercent(100)
+		tuneGC()
+		if got := debug.SetGCPercent(100); got != c.want {
+			t.Errorf("GOGC=%q: the collector runs at %d, want %d", c.env, got, c.want)
+		}
 	}
 }
