@@ -236,26 +236,23 @@ func (p *blockPool) unlinkDup(b int32) {
 // hash stays cached until the last is evicted. KV events are published per hash, not per
 // duplicate.
 func (p *blockPool) cache(b int32, k blockKey) {
-	if pos, ok := p.cached.putInEmpty(k, b); ok {
-		bl := &p.blocks[b]
-		bl.slot, bl.hash = pos+1, k.hash
-		if p.events != nil {
-			p.events(true, k.hash)
-		}
-		return
-	}
-	c, pos, found := p.cached.getOrPut(k, b)
-	if found {
-		if p.dupHits { // b joins the blocks cached under h, after the last of them
-			for p.blocks[c].dup != 0 {
-				c = p.blocks[c].dup - 1
+	pos, ok := p.cached.putInEmpty(k, b)
+	if !ok {
+		c, at, found := p.cached.getOrPut(k, b)
+		if found {
+			if p.dupHits { // b joins the blocks cached under h, after the last of them
+				for p.blocks[c].dup != 0 {
+					c = p.blocks[c].dup - 1
+				}
+				p.blocks[c].dup = b + 1
+				p.blocks[b].slot, p.blocks[b].hash, p.dupPrev[b] = slotSecond, k.hash, c
 			}
-			p.blocks[c].dup = b + 1
-			p.blocks[b].slot, p.blocks[b].hash, p.dupPrev[b] = slotSecond, k.hash, c
+			return
 		}
-		return
+		pos = at
 	}
-	p.blocks[b].slot = pos + 1
+	bl := &p.blocks[b]
+	bl.slot, bl.hash = pos+1, k.hash
 	if p.events != nil {
 		p.events(true, k.hash)
 	}

@@ -18,7 +18,7 @@ package engine
 // anchor and spill there.
 //
 // An entry's position is its slot in lines, or len(lines) plus its slot in over; the block
-// pool records each cached block's position (onMove hears when an entry moves).
+// pool records each cached block's position (onMove hears when an entry in over moves).
 type prefixTable struct {
 	lines  []lineSlot
 	shift  uint      // 64 − log2(number of lines)
@@ -131,8 +131,8 @@ func (t *prefixTable) putInEmpty(k blockKey, b int32) (uint32, bool) {
 }
 
 // getOrPut returns the block cached under k when the table holds it; otherwise it maps k to
-// block b, records k's hash in b's state and returns the new entry's position, reading the
-// line once.
+// block b and returns the new entry's position, reading the line once. The caller records
+// k's hash in b's state, as after putInEmpty.
 func (t *prefixTable) getOrPut(k blockKey, b int32) (c int32, pos uint32, found bool) {
 	i := t.lane(k)
 	ln := (*[groupBlocks + 1]lineSlot)(t.lines[i:])
@@ -150,7 +150,6 @@ func (t *prefixTable) getOrPut(k blockKey, b int32) (c int32, pos uint32, found 
 		}
 	}
 	t.n++
-	t.blocks[b].hash = k.hash
 	switch {
 	case s0.block1 == 0:
 		s0.tag, s0.block1 = tag|s0.tag&metaMask, b+1

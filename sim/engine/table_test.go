@@ -57,9 +57,9 @@ func TestHashTableAgainstMap(t *testing.T) {
 	}
 }
 
-// TestPrefixTableAgainstMap runs random inserts, lookups (getOrPut too) and removals on a prefixTable and a
-// map, with few anchors so that lines fill and spill, tracking each entry's position through
-// onMove as the block pool does.
+// TestPrefixTableAgainstMap runs random inserts (putInEmpty, else getOrPut), lookups (getOrPut
+// too) and removals on a prefixTable and a map, with few anchors so that lines fill and
+// spill, tracking each entry's position through onMove as the block pool does.
 func TestPrefixTableAgainstMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(3, 4))
 	for round := range 50 {
@@ -79,11 +79,15 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 				tab.deleteAt(pos[b])
 				delete(want, h)
 				delete(pos, b)
-			case !ok && len(want) < 64 && r.IntN(2) == 0: // insert it
-				_, p, found := tab.getOrPut(keyOf(h), next)
-				if found {
-					t.Fatalf("round %d step %d: getOrPut(%d) found a hash the table does not hold", round, step, h)
+			case !ok && len(want) < 64 && r.IntN(2) == 0: // insert it, as the pool's cache does
+				p, put := tab.putInEmpty(keyOf(h), next)
+				if !put {
+					var found bool
+					if _, p, found = tab.getOrPut(keyOf(h), next); found {
+						t.Fatalf("round %d step %d: getOrPut(%d) found a hash the table does not hold", round, step, h)
+					}
 				}
+				tab.blocks[next].hash = full(h) // the caller records it
 				pos[next] = p
 				want[h] = next
 				next++
@@ -93,6 +97,7 @@ func TestPrefixTableAgainstMap(t *testing.T) {
 					t.Fatalf("round %d step %d: getOrPut(%d) = %d, %v; want %d, %v", round, step, h, got, found, b, ok)
 				}
 				if !found {
+					tab.blocks[next].hash = full(h)
 					pos[next] = p
 					want[h] = next
 					next++
@@ -128,11 +133,12 @@ func TestPrefixTableSpillCountSticks(t *testing.T) {
 	key := func(h uint64) blockKey { return blockKey{hash: h, anchor: 7, lane: 3} }
 	const n = 300
 	for h := range uint64(n) {
-		if _, p, found := tab.getOrPut(key(h), int32(h)); found {
+		_, p, found := tab.getOrPut(key(h), int32(h))
+		if found {
 			t.Fatalf("getOrPut(%d) found a hash the table does not hold", h)
-		} else {
-			pos[int32(h)] = p
 		}
+		tab.blocks[h].hash = h // the caller records it
+		pos[int32(h)] = p
 	}
 	first := tab.lane(key(0))
 	if got := tab.lines[first].tag & spillMask; got != spillMask {
