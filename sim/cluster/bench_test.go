@@ -42,24 +42,8 @@ func benchSimulate(b *testing.B, w workloads.Config, policy string) {
 	b.ReportAllocs()
 	var simulated time.Duration
 	for b.Loop() {
-		p, err := router.Builtin().New(policy, nil, 1)
-		if err != nil {
-			b.Fatal(err)
-		}
-		stream, err := workloads.Build(w, 1, workloads.WithText(router.ReadsText(p)))
-		if err != nil {
-			b.Fatal(err)
-		}
 		agg := results.NewAggregator()
-		s, err := New(Config{Replicas: fleet(8, 0), Model: model, MetricsInterval: DefaultMetricsInterval}, p, stream,
-			Sink{Record: agg.Add, ITL: agg.AddITL})
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := s.Run(context.Background()); err != nil {
-			b.Fatal(err)
-		}
-		stream.Close()
+		s := runFleet(b, w, policy, 8, Sink{Record: agg.Add, ITL: agg.AddITL})
 		if m := agg.Metrics(); m.Completed != w.Requests {
 			b.Fatalf("completed %d of %d", m.Completed, w.Requests)
 		}
@@ -68,4 +52,26 @@ func benchSimulate(b *testing.B, w workloads.Config, policy string) {
 	wall := b.Elapsed().Seconds()
 	b.ReportMetric(float64(w.Requests*b.N)/wall, "requests/s")
 	b.ReportMetric(simulated.Seconds()/wall, "sim-s/wall-s")
+}
+
+// runFleet simulates w (seed 1, built as policy reads it) through n H100 replicas routed by
+// policy, sending results to sink, and returns the simulation once it has run.
+func runFleet(tb testing.TB, w workloads.Config, policy string, n int, sink Sink) *Sim {
+	p, err := router.Builtin().New(policy, nil, 1)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	stream, err := workloads.Build(w, 1, workloads.WithText(router.ReadsText(p)))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer stream.Close()
+	s, err := New(Config{Replicas: fleet(n, 0), Model: model, MetricsInterval: DefaultMetricsInterval}, p, stream, sink)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := s.Run(context.Background()); err != nil {
+		tb.Fatal(err)
+	}
+	return s
 }

@@ -1,12 +1,10 @@
 package cluster
 
 import (
-	"context"
 	"runtime"
 	"testing"
 
 	"kvroute/results"
-	"kvroute/router"
 	"kvroute/workloads"
 )
 
@@ -15,8 +13,8 @@ import (
 // 16,000 requests, and samples the heap in use as results arrive. What a run holds is its
 // fleet (block pools, tables: fixed sizes), the hash memo (a fixed number of completed
 // requests, with the histories they read: it fills up over the first few thousand) and its
-// requests in flight, so four times the requests must not take much more memory: about 15
-// and 17 MiB; a kilobyte kept per request would add 12. The aggregator is left out: it keeps
+// requests in flight, so four times the requests must not take much more memory: about 12
+// and 14 MiB; a kilobyte kept per request would add 12. The aggregator is left out: it keeps
 // every record by design. (Under overload, as in BenchmarkSimulate's multi-turn run, the
 // queues and so the requests in flight grow with the run.)
 func TestMemoryIndependentOfRunLength(t *testing.T) {
@@ -29,15 +27,6 @@ func TestMemoryIndependentOfRunLength(t *testing.T) {
 			Arrival:  workloads.ArrivalConfig{Process: workloads.ProcessPoisson, Rate: 5},
 			Requests: requests,
 		}
-		p, err := router.Builtin().New("round-robin", nil, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		stream, err := workloads.Build(w, 1, workloads.WithText(router.ReadsText(p)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer stream.Close()
 		var top uint64
 		done := 0
 		record := func(*results.Record) {
@@ -48,14 +37,7 @@ func TestMemoryIndependentOfRunLength(t *testing.T) {
 				top = max(top, ms.HeapInuse)
 			}
 		}
-		s, err := New(Config{Replicas: fleet(2, 0), Model: model, MetricsInterval: DefaultMetricsInterval}, p, stream,
-			Sink{Record: record})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := s.Run(context.Background()); err != nil {
-			t.Fatal(err)
-		}
+		runFleet(t, w, "round-robin", 2, Sink{Record: record})
 		if done != requests {
 			t.Fatalf("%d of %d requests recorded", done, requests)
 		}
