@@ -69,7 +69,11 @@ func loadCalibration(t *testing.T) []calibrationPoint {
 }
 
 // predict prices one calibration point in its unit.
-func predict(p calibrationPoint) (float64, error) {
+func predict(p calibrationPoint) (float64, error) { return price(p, true) }
+
+// price prices one calibration point in its unit, a step with or without its
+// tensor-parallel all-reduces.
+func price(p calibrationPoint, allReduce bool) (float64, error) {
 	g, err := LookupGPU(p.GPU)
 	if err != nil {
 		return 0, err
@@ -92,7 +96,11 @@ func predict(p calibrationPoint) (float64, error) {
 		for range p.Decode.Seqs {
 			s.AddDecode(p.Decode.Context)
 		}
-		return pr.StepTime(s).Seconds() * 1e3, nil
+		b := pr.Breakdown(s)
+		if !allReduce {
+			b.Total -= b.Comm
+		}
+		return b.Total.Seconds() * 1e3, nil
 	case "layer_linear":
 		return pr.layerLinearSeconds(p.Tokens) * 1e3, nil
 	case "kv_capacity":
@@ -101,8 +109,9 @@ func predict(p calibrationPoint) (float64, error) {
 	return 0, fmt.Errorf("unknown kind %q", p.Kind)
 }
 
-// calibrationTable prices every point and renders the predicted-vs-measured table.
-func calibrationTable(t *testing.T, pts []calibrationPoint) (table string, errs []float64) {
+// calibrationTable prices every point with predict and renders the predicted-vs-measured
+// table.
+func calibrationTable(t *testing.T, pts []calibrationPoint, predict func(calibrationPoint) (float64, error)) (table string, errs []float64) {
 	t.Helper()
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
@@ -144,7 +153,7 @@ func TestCalibration(t *testing.T) {
 	if len(pts) < 13 {
 		t.Fatalf("calibration table has %d points, want at least the 13 the spec lists", len(pts))
 	}
-	table, errs := calibrationTable(t, pts)
+	table, errs := calibrationTable(t, pts, predict)
 	t.Log("\n" + table)
 	var sum float64
 	for i, e := range errs {

@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Times the GPU work of scheduler steps of a model-shaped network on one CUDA GPU.
 
-Usage: python3 gpu_steps.py MODEL OUT.json, MODEL one of the keys of MODELS below.
+Usage: python3 gpu_steps.py MODEL OUT.json [TP], MODEL one of the keys of MODELS below. With
+TP > 1 it times one GPU's shard of a tensor-parallel replica (a TP-th of the heads, of the
+MLP and of the vocabulary, as vLLM splits them), without the all-reduces.
 
-Its results are testdata/kernels_<gpu>_<model>.json, which kernels_test.go compares
+Its results are testdata/kernels_<gpu>_<model>[-tp<N>].json, which kernels_test.go compares
 gpumodel's step prices with. For each shape it records the
 median GPU time of one replay of a CUDA graph (CUDA events around n replays, five
 repeats), so that kernel-launch overhead and the CPU are out of the figure:
@@ -38,6 +40,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 MODELS = {
     "Llama-3.1-8B": (4096, 32, 8, 128, 14336, 32, 128256),
     "Qwen3-32B": (5120, 64, 8, 128, 25600, 64, 151936),
+    "Llama-3.1-70B": (8192, 64, 8, 128, 28672, 80, 128256),
 }
 HID, HEADS, KVH, HD, INTER, LAYERS, VOCAB = MODELS["Llama-3.1-8B"]
 EPS = 1e-5
@@ -220,8 +223,10 @@ def step(layers, head, backend, seqs, context, tokens):
 def main():
     global HID, HEADS, KVH, HD, INTER, LAYERS, VOCAB
     model, out = sys.argv[1], sys.argv[2]
+    tp = int(sys.argv[3]) if len(sys.argv) > 3 else 1
     HID, HEADS, KVH, HD, INTER, LAYERS, VOCAB = MODELS[model]
-    small = model == "Llama-3.1-8B"
+    HEADS, KVH, INTER, VOCAB = HEADS // tp, max(KVH // tp, 1), INTER // tp, VOCAB // tp
+    small = model == "Llama-3.1-8B" and tp == 1
     torch.manual_seed(0)
     props = torch.cuda.get_device_properties(0)
     name, backend = pick_backend()
@@ -230,7 +235,7 @@ def main():
         "memory_gib": round(props.total_memory / 2**30, 2),
         "torch": torch.__version__, "cuda": torch.version.cuda,
         "cublas": "torch.nn.functional.linear", "sdpa_backend": name,
-        "model": model, "weights": "bf16, random", "points": [],
+        "model": model, "tp": tp, "weights": "bf16, random", "points": [],
     }
 
     def save():
