@@ -81,10 +81,12 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestExamplesParse keeps every sweep file in examples/ valid.
+// TestExamplesParse keeps every sweep file in examples/ valid, run from the repository root
+// as their comments say (the files they name are relative to it).
 func TestExamplesParse(t *testing.T) {
-	files, err := filepath.Glob(filepath.Join("..", "examples", "*.yaml"))
-	published, _ := filepath.Glob(filepath.Join("..", "examples", "published", "*.yaml"))
+	t.Chdir("..")
+	files, err := filepath.Glob(filepath.Join("examples", "*.yaml"))
+	published, _ := filepath.Glob(filepath.Join("examples", "published", "*.yaml"))
 	files = append(files, published...)
 	if err != nil || len(published) == 0 {
 		t.Fatalf("no examples (%v)", err)
