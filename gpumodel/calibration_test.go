@@ -109,16 +109,16 @@ func price(p calibrationPoint, allReduce bool) (float64, error) {
 	return 0, fmt.Errorf("unknown kind %q", p.Kind)
 }
 
-// calibrationTable prices every point with predict and renders the predicted-vs-measured
+// calibrationTable prices every point with priceOf and renders the predicted-vs-measured
 // table.
-func calibrationTable(t *testing.T, pts []calibrationPoint, predict func(calibrationPoint) (float64, error)) (table string, errs []float64) {
+func calibrationTable(t *testing.T, pts []calibrationPoint, priceOf func(calibrationPoint) (float64, error)) (table string, errs []float64) {
 	t.Helper()
 	var b strings.Builder
 	w := tabwriter.NewWriter(&b, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(w, "point\tunit\tmeasured\tpredicted\terror\t")
 	var sum float64
 	for _, p := range pts {
-		got, err := predict(p)
+		got, err := priceOf(p)
 		if err != nil {
 			t.Fatalf("%s: %v", p.Name, err)
 		}
