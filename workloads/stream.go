@@ -6,6 +6,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"kvroute/internal/spares"
 )
 
 // Stream is a workload as a deterministic sequence of requests in arrival order. It merges
@@ -38,9 +40,9 @@ type Stream struct {
 	stats       Stats
 	tenants     []*tenant
 	closed      bool
-	staged      *stagedArrivals // the top-level arrivals when they have stages
-	gated       map[string]bool // sessions of a draining stage not yet reported done
-	spare       spares[session] // ended sessions, for takeSession
+	staged      *stagedArrivals      // the top-level arrivals when they have stages
+	gated       map[string]bool      // sessions of a draining stage not yet reported done
+	spare       spares.List[session] // ended sessions, for takeSession
 }
 
 // Stats counts what a stream has done so far.
@@ -159,7 +161,7 @@ func (s *Stream) Done(id string, c Completion) error {
 
 // takeSession returns an ended session to start a new one in, or a new one.
 func (s *Stream) takeSession() *session {
-	if sess := s.spare.take(); sess != nil {
+	if sess := s.spare.Take(); sess != nil {
 		return sess
 	}
 	return new(session)
@@ -174,7 +176,7 @@ func (s *Stream) end(sess *session) {
 		r.recycle(sess.conv)
 	}
 	*sess = session{}
-	s.spare.put(sess)
+	s.spare.Put(sess)
 }
 
 // recycler is a source that reuses the conversations of ended sessions.

@@ -1,6 +1,10 @@
 package workloads
 
-import "fmt"
+import (
+	"fmt"
+
+	"kvroute/internal/spares"
+)
 
 var _ source = (*syntheticChat)(nil)
 
@@ -18,16 +22,16 @@ type syntheticChat struct {
 	output lengthDist
 	system *promptCache
 	nsys   int
-	rng    scratchRand          // a conversation's stream
-	spare  spares[conversation] // ended sessions' conversations, for next
+	rng    scratchRand               // a conversation's stream
+	spare  spares.List[conversation] // ended sessions' conversations, for next
 }
 
-func (s *syntheticChat) recycle(c *conversation) { s.spare.put(c) }
+func (s *syntheticChat) recycle(c *conversation) { s.spare.Put(c) }
 
 // newConversation returns an empty conversation with seed and room for turns turns, an ended
 // one when there is one.
 func (s *syntheticChat) newConversation(seed uint64, turns int) *conversation {
-	c := s.spare.take()
+	c := s.spare.Take()
 	if c == nil {
 		return &conversation{seed: seed, turns: make([]turn, turns)}
 	}

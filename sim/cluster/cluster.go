@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"kvroute/gpumodel"
+	"kvroute/internal/spares"
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/router/prefix"
@@ -47,12 +48,9 @@ type Sim struct {
 	active    int // requests taken from the stream and not yet terminal
 	taken     int
 	ended     int
-	rec       results.Record // the record handed to the sink, reused
-	spare     []*flight      // ended flights, for newFlight (at most maxSpareFlights)
+	rec       results.Record      // the record handed to the sink, reused
+	spare     spares.List[flight] // ended flights, for newFlight
 }
-
-// maxSpareFlights bounds Sim.spare.
-const maxSpareFlights = 256
 
 // flight is one request's journey through the router and the fleet.
 type flight struct {
@@ -244,10 +242,8 @@ func (s *Sim) onArrival(now sim.Time) {
 // newFlight returns the state of request w, arriving at now: an ended flight's when there is
 // one (see recycle).
 func (s *Sim) newFlight(w *workloads.Request, now sim.Time) *flight {
-	var f *flight
-	if k := len(s.spare) - 1; k >= 0 {
-		f, s.spare[k], s.spare = s.spare[k], nil, s.spare[:k]
-	} else {
+	f := s.spare.Take()
+	if f == nil {
 		f = new(flight)
 	}
 	// Field by field: a whole-flight literal is built aside and copied in.

@@ -106,9 +106,7 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 // precedes, and the kernel runs ties in order), and the policies that remember their last
 // router.Request check its ID as well as its address.
 func (s *Sim) recycle(f *flight) {
-	if len(s.spare) < maxSpareFlights {
-		s.spare = append(s.spare, f)
-	}
+	s.spare.Put(f)
 }
 
 // ensureScraping starts the periodic scrape when it is not running.
