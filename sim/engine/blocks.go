@@ -135,16 +135,10 @@ func (p *blockPool) touch(b int32) {
 	p.blocks[b].ref++
 }
 
-// popFree takes the head of the free queue (the least recently freed block), evicting its
-// cached hash. The caller has checked numFree.
-func (p *blockPool) popFree() int32 {
-	var one [1]int32
-	return p.popRun(one[:0], 1)[0]
-}
-
-// popRun appends k blocks taken from the head of the free queue to dst: popFree k times,
-// with the common eviction (the table's block for a hash in a table line, no one hearing KV
-// events) done in the loop. The caller has checked numFree.
+// popRun appends k blocks taken from the head of the free queue (the least recently freed
+// first) to dst, evicting their cached hashes: the common eviction (the table's block for a
+// hash in a table line, no one hearing KV events) is done in the loop. The caller has
+// checked numFree.
 func (p *blockPool) popRun(dst []int32, k int) []int32 {
 	p.numFree -= k
 	mask := uint32(len(p.ring) - 1)

@@ -366,3 +366,9 @@ func checkSlots(p *blockPool) error {
 	}
 	return checkLanes(t)
 }
+
+// popFree takes the head of p's free queue, as popRun does for one block.
+func (p *blockPool) popFree() int32 {
+	var one [1]int32
+	return p.popRun(one[:0], 1)[0]
+}
