@@ -62,7 +62,8 @@ func TestConfigErrors(t *testing.T) {
 		{"no cap", "requests: 50\n", "", "requests or duration"},
 		{"bad duration", "metrics_interval: 50ms", "metrics_interval: fast", "metrics_interval"},
 		{"not yaml", "name: t", "name: [t", "t.yaml"},
-		{"unknown vllm release", "tp: 1}", "tp: 1, vllm: v0.6}", "line 4: fleet.vllm: unknown vLLM release \"v0.6\""},
+		{"unknown vllm release", "tp: 1}", "tp: 1, vllm: v0.5}", "line 4: fleet.vllm: unknown vLLM release \"v0.5\""},
+		{"scheduler steps on V1", "tp: 1}", "tp: 1, num_scheduler_steps: 10}", "line 4: fleet.num_scheduler_steps 10"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -161,6 +162,7 @@ func TestFleetEngineArgs(t *testing.T) {
 		{"bad kv dtype", ", kv_cache_dtype: fp4", nil, "fleet.kv_cache_dtype"},
 		{"negative batch", ", max_num_batched_tokens: -1", nil, "max_num_batched_tokens"},
 		{"vllm release", ", vllm: v0.8-v0.10", nil, ""},
+		{"vllm V0, multi-step", ", vllm: v0.6, num_scheduler_steps: 10", nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -180,9 +182,13 @@ func TestFleetEngineArgs(t *testing.T) {
 				t.Fatal(err)
 			}
 			if want := "v0.33"; strings.Contains(tc.args, "vllm:") {
-				want = "v0.8-v0.10"
-				if reps[0].Release.Name != want {
-					t.Fatalf("release %q, want %q", reps[0].Release.Name, want)
+				want, steps := "v0.8-v0.10", 0
+				if strings.Contains(tc.args, "v0.6") {
+					want, steps = "v0.6", 10
+				}
+				if reps[0].Release.Name != want || reps[0].SchedulerSteps != steps {
+					t.Fatalf("release %q, %d scheduler steps; want %q, %d", reps[0].Release.Name,
+						reps[0].SchedulerSteps, want, steps)
 				}
 				return
 			} else if reps[0].Release.Name != want {

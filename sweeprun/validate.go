@@ -71,9 +71,16 @@ func (p Point) fleet() ([]engine.Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if n := f.NumSchedulerSteps; n < 0 || n > 1 && !rel.V0Scheduler {
+		err := fmt.Errorf("fleet.num_scheduler_steps %d: want 0 or 1, or more with vllm %s", n, engine.V0Release.Name)
+		if line := p.Line("fleet.num_scheduler_steps"); line > 0 {
+			err = fmt.Errorf("line %d: %w", line, err)
+		}
+		return nil, err
+	}
 	out := make([]engine.Config, f.Replicas)
 	for i := range out {
-		out[i] = engine.Config{Deployment: d, NumBlocks: f.NumBlocks, Release: rel}
+		out[i] = engine.Config{Deployment: d, NumBlocks: f.NumBlocks, Release: rel, SchedulerSteps: f.NumSchedulerSteps}
 	}
 	return out, nil
 }

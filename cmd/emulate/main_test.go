@@ -23,7 +23,7 @@ func TestParseFlags(t *testing.T) {
 		{"bad model", []string{"-model", "gpt-4"}, "unknown model"},
 		{"bad speed", []string{"-speed", "0"}, "speed"},
 		{"vllm release", []string{"-vllm", "v0.8-v0.10"}, ""},
-		{"unknown vllm release", []string{"-vllm", "v0.6"}, "unknown vLLM release"},
+		{"unknown vllm release", []string{"-vllm", "v0.5"}, "unknown vLLM release"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
 		{"unknown flag", []string{"-nope"}, "not defined"},
 	}

@@ -34,6 +34,8 @@ type Setup struct {
 	// VLLM names the vLLM release whose semantics the engine follows (engine.ParseRelease;
 	// empty: the newest). A published run should name the release closest to the one it ran.
 	VLLM string `json:"vllm"`
+	// NumSchedulerSteps is vLLM V0's --num-scheduler-steps (0: one; v0.6 only).
+	NumSchedulerSteps int `json:"num_scheduler_steps"`
 	// Prompts is the number of requests (--num-prompts).
 	Prompts int `json:"prompts"`
 	// Rate is the Poisson request rate per second; 0 sends every prompt at once
@@ -176,7 +178,7 @@ func Run(ctx context.Context, s Setup, seed uint64) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("calibrate: %w", err)
 	}
-	sim, err := cluster.New(cluster.Config{Replicas: []engine.Config{{Deployment: d, Release: release}}, Model: s.Model},
+	sim, err := cluster.New(cluster.Config{Replicas: []engine.Config{{Deployment: d, Release: release, SchedulerSteps: s.NumSchedulerSteps}}, Model: s.Model},
 		p, stream, cluster.Sink{Record: record, ITL: agg.AddITL})
 	if err != nil {
 		return Result{}, err

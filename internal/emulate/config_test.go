@@ -20,7 +20,7 @@ func TestConfigValidate(t *testing.T) {
 		{"NaN speed", func(c *Config) { c.Speed = math.NaN() }, []string{"speed"}},
 		{"infinite speed", func(c *Config) { c.Speed = math.Inf(1) }, []string{"speed"}},
 		{"negative blocks", func(c *Config) { c.NumBlocks = -1 }, []string{"num_blocks"}},
-		{"unknown vllm release", func(c *Config) { c.VLLM = "v0.6" }, []string{"vllm", "unknown vLLM release"}},
+		{"unknown vllm release", func(c *Config) { c.VLLM = "v0.5" }, []string{"vllm", "unknown vLLM release"}},
 		{"cap below default", func(c *Config) { c.DefaultMaxTokens, c.MaxTokensCap = 32, 16 }, []string{"max_tokens_cap"}},
 		{"no default tokens", func(c *Config) { c.DefaultMaxTokens = 0 }, []string{"default_max_tokens"}},
 		{"no body", func(c *Config) { c.MaxBodyBytes = 0 }, []string{"max_body_bytes"}},

@@ -59,6 +59,8 @@ type FleetConfig struct {
 	// VLLM names the vLLM release whose semantics the simulated engine follows (empty: the
 	// newest modelled); the simulator checks the name.
 	VLLM string `yaml:"vllm,omitempty"`
+	// NumSchedulerSteps is vLLM V0's --num-scheduler-steps (0: one), for vllm v0.6 only.
+	NumSchedulerSteps int `yaml:"num_scheduler_steps,omitempty"`
 }
 
 // RouterConfig is the router's view of the fleet.

@@ -43,7 +43,8 @@ type scriptReq struct {
 // (preemptions, rejections) or has a small token budget (chunked prefill, starved decodes).
 func randomScript(rng *rand.Rand) script {
 	d := gpumodel.DefaultDeployment(gpumodel.H100SXM80GB(), gpumodel.Llama31x8B(), 1)
-	sc := script{cfg: Config{Deployment: d, Release: Releases()[rng.IntN(len(Releases()))]}}
+	v1 := slices.DeleteFunc(Releases(), func(r Release) bool { return r.V0Scheduler }) // the reference is V1's
+	sc := script{cfg: Config{Deployment: d, Release: v1[rng.IntN(len(v1))]}}
 	switch rng.IntN(4) {
 	case 0:
 		sc.cfg.NumBlocks = 20 + rng.IntN(100)

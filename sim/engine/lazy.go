@@ -141,8 +141,8 @@ func (r *Replica) materializeAll() {
 // least one step away, and returns the step it is due (0: it is not lazy).
 func (r *Replica) lazify(s *seq) int64 {
 	c, g := s.computed, s.generated
-	if g <= 0 || c != s.numTokens()-1 {
-		return 0 // still prefilling
+	if g <= 0 || c != s.numTokens()-1 || r.sem.V0Scheduler {
+		return 0 // still prefilling, or V0, which handles every request every step
 	}
 	k := r.untilDue(s, c, g)
 	if k <= 0 {

@@ -38,6 +38,11 @@ type Semantics struct {
 	// NullBlock reserves block 0 as vLLM's null block (BlockPool.null_block): one block of
 	// capacity less than num_gpu_blocks.
 	NullBlock bool
+	// V0Scheduler schedules as vLLM's V0 engine does with chunked prefill off
+	// (Scheduler._schedule_default in vllm/core/scheduler.py; schedule_v0.go): a step runs
+	// either whole prompts or decodes, never both, and a decode batch runs
+	// Config.SchedulerSteps steps per schedule (--num-scheduler-steps).
+	V0Scheduler bool
 }
 
 // Release is a named vLLM release range and the semantics the engine follows for it.
@@ -57,13 +62,18 @@ var (
 	// vLLM 0.8–0.10 (2025), synchronous scheduling and first-chunk admission, without the
 	// null block and without hashing generated tokens that have no Answer.
 	LegacyRelease = Release{Name: "v0.8-v0.10"}
+	// V0Release is vLLM's V0 engine as 0.5–0.6 (2024) ran it with chunked prefill off, the
+	// engine of the published vLLM 0.6.0 benchmarks: V0's scheduler, and the prefix cache as
+	// LegacyRelease keeps it (as with --enable-prefix-caching; V0's own evictor, LRU by last
+	// access, breaks ties differently).
+	V0Release = Release{Name: "v0.6", Semantics: Semantics{V0Scheduler: true}}
 )
 
 // Releases lists the modelled releases, newest first.
-func Releases() []Release { return []Release{NewestRelease, LegacyRelease} }
+func Releases() []Release { return []Release{NewestRelease, LegacyRelease, V0Release} }
 
 // ParseRelease returns the release named name: "v0.33" (also "0.33", "latest" or empty, the
-// default) or "v0.8-v0.10" (also "0.8-0.10", "legacy").
+// default), "v0.8-v0.10" (also "0.8-0.10", "legacy") or "v0.6" (also "0.6", "v0").
 func ParseRelease(name string) (Release, error) {
 	n := strings.ToLower(strings.TrimSpace(name))
 	switch n {
@@ -71,13 +81,15 @@ func ParseRelease(name string) (Release, error) {
 		return NewestRelease, nil
 	case "legacy":
 		return LegacyRelease, nil
+	case "v0":
+		return V0Release, nil
 	}
 	for _, r := range Releases() {
 		if n == r.Name || "v"+n == r.Name {
 			return r, nil
 		}
 	}
-	names := make([]string, 0, 2)
+	names := make([]string, 0, 3)
 	for _, r := range Releases() {
 		names = append(names, r.Name)
 	}

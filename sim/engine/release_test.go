@@ -30,13 +30,14 @@ func TestParseRelease(t *testing.T) {
 		{"", NewestRelease.Name}, {"latest", NewestRelease.Name}, {"v0.33", NewestRelease.Name},
 		{"0.33", NewestRelease.Name}, {" V0.33 ", NewestRelease.Name},
 		{"v0.8-v0.10", LegacyRelease.Name}, {"legacy", LegacyRelease.Name},
+		{"v0.6", V0Release.Name}, {"0.6", V0Release.Name}, {"v0", V0Release.Name},
 	} {
 		got, err := ParseRelease(tc.in)
 		if err != nil || got.Name != tc.want {
 			t.Errorf("ParseRelease(%q) = %q, %v; want %q", tc.in, got.Name, err, tc.want)
 		}
 	}
-	for _, bad := range []string{"v0.6", "0.34", "vllm"} {
+	for _, bad := range []string{"v0.5", "0.34", "vllm"} {
 		if _, err := ParseRelease(bad); err == nil || !strings.Contains(err.Error(), "v0.33") {
 			t.Errorf("ParseRelease(%q): error %v, want one listing the releases", bad, err)
 		}

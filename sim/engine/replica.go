@@ -26,6 +26,9 @@ type Config struct {
 	// Release is the vLLM release whose semantics the replica follows; the zero value means
 	// NewestRelease.
 	Release Release
+	// SchedulerSteps is vLLM V0's --num-scheduler-steps: a decode batch runs this many steps
+	// per schedule (0 or 1: one). Only a release with Semantics.V0Scheduler takes it.
+	SchedulerSteps int
 	// Memo, when set, is a hash memo shared with other replicas on the same kernel; otherwise
 	// the replica keeps its own. Sharing changes no result, only speed.
 	Memo *HashMemo
@@ -116,9 +119,11 @@ type Replica struct {
 	memo    *HashMemo
 	hits    []int32
 
-	tick    int64 // steps ended so far
-	lazyN   int   // lazy decoders
-	lazyCtx int64 // Σ over lazy decoders of computed − t0
+	tick int64 // steps ended so far
+	// burstLeft is how many steps of the V0 decode burst in flight remain (schedule_v0.go).
+	burstLeft int
+	lazyN     int   // lazy decoders
+	lazyCtx   int64 // Σ over lazy decoders of computed − t0
 
 	stepping  bool        // a step is in progress or about to start
 	stepEnd   sim.EventID // the pending end-of-step event
@@ -150,6 +155,10 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	rel := cfg.Release
 	if rel.Name == "" {
 		rel = NewestRelease
+	}
+	if cfg.SchedulerSteps < 0 || cfg.SchedulerSteps > 1 && !rel.V0Scheduler {
+		return nil, fmt.Errorf("engine: num_scheduler_steps %d: want 0 or 1, or more with vLLM V0 (%s)",
+			cfg.SchedulerSteps, V0Release.Name)
 	}
 	usable := n
 	if rel.NullBlock {
@@ -330,19 +339,26 @@ func (r *Replica) endStep(now sim.Time) {
 				r.hooks.FirstToken(s.req, now)
 			}
 		}
-		if s.generated >= s.outputLen {
-			r.park(s)
-			r.pool.release(s.blocks)
-			s.blocks = s.blocks[:0]
-			s.generated = -s.generated // mark finished until running is compacted
+		if s.generated >= s.outputLen && !r.holdV0(s) {
+			r.finish(s)
 		}
 	}
+	r.endBurstV0()
 	if r.hooks.Step != nil {
 		r.hooks.Step(now, r.stepDur, r.stepShape)
 	}
 	r.settle(now)
 	r.batch = r.batch[:0]
 	r.startStep(now, true)
+}
+
+// finish frees the blocks of s, which has generated its last token, and marks it finished
+// until running is compacted (settle).
+func (r *Replica) finish(s *seq) {
+	r.park(s)
+	r.pool.release(s.blocks)
+	s.blocks = s.blocks[:0]
+	s.generated = -s.generated
 }
 
 // settle makes the requests handled one by one this step lazy decoders when they can, then
@@ -431,7 +447,7 @@ func (r *Replica) Fail() {
 		r.k.Cancel(r.stepEnd)
 		r.stepEnd = 0
 	}
-	r.down, r.stepping = true, false
+	r.down, r.stepping, r.burstLeft = true, false, 0
 	r.materializeAll()
 	all := append(append([]*seq(nil), r.running...), r.waiting...)
 	r.running, r.due, r.waiting, r.waitBase, r.batch = nil, nil, nil, nil, r.batch[:0]

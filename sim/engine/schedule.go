@@ -5,6 +5,9 @@ import "kvroute/gpumodel"
 // schedule builds the next batch into r.batch, as vLLM V1's scheduler does, and returns its
 // shape for pricing. Lazy decoders (lazy.go) are in the batch implicitly.
 func (r *Replica) schedule() gpumodel.Step {
+	if r.sem.V0Scheduler {
+		return r.scheduleV0()
+	}
 	r.batch = r.batch[:0]
 	if !r.prepareLazy() {
 		r.materializeAll() // some request will not get all it needs: go one by one

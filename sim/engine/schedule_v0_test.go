@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"kvroute/gpumodel"
+	"kvroute/sim"
+)
+
+// Each test here pins one rule of V0's scheduler (schedule_v0.go, which cites the vLLM code),
+// against the V1 engine of LegacyRelease where the rule changes what V1 does.
+
+// newV0Harness is a V0 replica with steps scheduler steps and 10 ms steps; shapes records
+// every step's shape.
+func newV0Harness(t *testing.T, rel Release, steps, blocks, maxBatch int) (*harness, *[]gpumodel.Step) {
+	t.Helper()
+	h := newHarnessFor(t, rel, blocks, maxBatch, 10*time.Millisecond)
+	h.r.cfg.SchedulerSteps = steps
+	var shapes []gpumodel.Step
+	check := h.r.hooks.Step
+	h.r.hooks.Step = func(at sim.Time, d time.Duration, s gpumodel.Step) {
+		check(at, d, s)
+		shapes = append(shapes, s)
+	}
+	return h, &shapes
+}
+
+// submitTogether submits reqs in order at one instant, before a step can start between them.
+func (h *harness) submitTogether(at sim.Time, reqs ...*Request) {
+	h.k.Schedule(at, 1, func(sim.Time) {
+		for _, r := range reqs {
+			h.r.Submit(r)
+		}
+	})
+}
+
+// A prompt that arrives while others decode runs in a step of its own: V0 schedules decodes
+// only in steps that admit no prompt. V1 mixes it into the decode step.
+func TestV0PromptStepsStallDecodes(t *testing.T) {
+	for _, tc := range []struct {
+		rel        Release
+		wantDecode int // decoding sequences in the step that runs b's prompt
+	}{{V0Release, 0}, {LegacyRelease, 1}} {
+		t.Run(tc.rel.Name, func(t *testing.T) {
+			h, shapes := newV0Harness(t, tc.rel, 1, 1000, 2048)
+			h.submitAt(0, &Request{ID: "a", Prompt: tokens(1, 100), OutputTokens: 20})
+			h.submitAt(sim.At(25*time.Millisecond), &Request{ID: "b", Prompt: tokens(2, 100), OutputTokens: 5})
+			h.run()
+			found := false
+			for i, s := range *shapes {
+				if i > 0 && s.PrefillTokens == 100 {
+					found = true
+					if s.DecodeSeqs != tc.wantDecode {
+						t.Errorf("step %d runs b's prompt with %d decoding, want %d", i, s.DecodeSeqs, tc.wantDecode)
+					}
+				}
+			}
+			if !found || h.results["a"].Status != Completed || h.results["b"].Status != Completed {
+				t.Fatalf("b's prompt step found: %v; results %+v", found, h.results)
+			}
+		})
+	}
+}
+
+// Prompts are admitted whole while they fit max_num_batched_tokens; one that does not fit
+// what is left waits for the next step, and one longer than the budget (the prompt limit) is
+// ignored. V1 chunks both.
+func TestV0WholePromptsWithinBudget(t *testing.T) {
+	for _, tc := range []struct {
+		rel       Release
+		wantFirst []int64 // prompt tokens of the first two steps
+		wantC     Status
+	}{{V0Release, []int64{200, 100}, Rejected}, {LegacyRelease, []int64{256, 44 + 1}, Completed}} {
+		t.Run(tc.rel.Name, func(t *testing.T) {
+			h, shapes := newV0Harness(t, tc.rel, 1, 1000, 256)
+			h.submitTogether(0, &Request{ID: "a", Prompt: tokens(1, 200), OutputTokens: 3},
+				&Request{ID: "b", Prompt: tokens(2, 100), OutputTokens: 3})
+			h.submitAt(sim.At(time.Second), &Request{ID: "c", Prompt: tokens(3, 300), OutputTokens: 3})
+			h.run()
+			s := *shapes
+			if got := []int64{s[0].PrefillTokens, s[1].PrefillTokens + int64(s[1].DecodeSeqs)}; got[0] != tc.wantFirst[0] || got[1] != tc.wantFirst[1] {
+				t.Errorf("first steps' tokens %v, want %v", got, tc.wantFirst)
+			}
+			if h.results["c"].Status != tc.wantC || h.results["a"].Status != Completed || h.results["b"].Status != Completed {
+				t.Errorf("statuses a %v b %v c %v, want c %v", h.results["a"].Status, h.results["b"].Status,
+					h.results["c"].Status, tc.wantC)
+			}
+		})
+	}
+}
+
+// A prompt is admitted only when its blocks leave 1% of num_gpu_blocks free (the watermark),
+// and ignored when they never can; V1 has no watermark.
+func TestV0Watermark(t *testing.T) {
+	for _, tc := range []struct {
+		rel   Release
+		bWait bool // b waits for a to finish
+		wantC Status
+	}{{V0Release, true, Rejected}, {LegacyRelease, false, Completed}} {
+		t.Run(tc.rel.Name, func(t *testing.T) {
+			h, _ := newV0Harness(t, tc.rel, 1, 200, 4096) // watermark: 2 blocks
+			h.submitTogether(0, &Request{ID: "a", Prompt: tokens(1, 195*16), OutputTokens: 1},
+				&Request{ID: "b", Prompt: tokens(2, 4*16-1), OutputTokens: 1}) // 4 blocks: 1 left
+			h.submitAt(sim.At(time.Second), &Request{ID: "c", Prompt: tokens(3, 199*16-1), OutputTokens: 1})
+			h.run()
+			a, b := h.results["a"], h.results["b"]
+			if waited := b.FirstToken > a.Finish; waited != tc.bWait {
+				t.Errorf("b's first token %v, a finished %v: waited %v, want %v", b.FirstToken, a.Finish, waited, tc.bWait)
+			}
+			if c := h.results["c"]; c.Status != tc.wantC {
+				t.Errorf("c (199 of 200 blocks) ended %v, want %v", c.Status, tc.wantC)
+			}
+		})
+	}
+}
+
+// With --num-scheduler-steps 4, a decode batch runs 4 steps between scheduling points: a
+// request arriving inside a burst waits for its end, and a request whose last token comes
+// inside a burst keeps its row until the burst ends and is reported then.
+func TestV0DecodeBursts(t *testing.T) {
+	ms := func(n int) sim.Time { return sim.At(time.Duration(n) * 10 * time.Millisecond) }
+	for _, tc := range []struct {
+		steps           int
+		aFinish, bFirst sim.Time
+	}{
+		// a: prompt step 0–10 ms (token 1); bursts 10–50 (tokens 2–5), then b's prompt 50–60,
+		// then 60–100 (6–9), 100–140 (10, its last, at 110, reported at 140).
+		{4, ms(14), ms(6)},
+		// One step per schedule: b's prompt runs at 30–40 ms, a's tokens one per step after.
+		{1, ms(11), ms(4)},
+	} {
+		h, shapes := newV0Harness(t, V0Release, tc.steps, 1000, 2048)
+		h.submitAt(0, &Request{ID: "a", Prompt: tokens(1, 16), OutputTokens: 10})
+		h.submitAt(sim.At(25*time.Millisecond), &Request{ID: "b", Prompt: tokens(2, 16), OutputTokens: 1})
+		h.run()
+		a, b := h.results["a"], h.results["b"]
+		if a.Finish != tc.aFinish || a.OutputTokens != 10 || b.FirstToken != tc.bFirst {
+			t.Errorf("steps %d: a finished %v with %d tokens, b's first token %v; want %v, 10, %v",
+				tc.steps, a.Finish, a.OutputTokens, b.FirstToken, tc.aFinish, tc.bFirst)
+		}
+		if last := (*shapes)[len(*shapes)-1]; tc.steps == 4 && last.DecodeSeqs != 1 {
+			t.Errorf("the burst's last step ran %d rows, want a's held row", last.DecodeSeqs)
+		}
+		if m := h.r.Metrics(); m.GenerationTokens != 11 {
+			t.Errorf("steps %d: %d tokens generated, want 11 (held rows give none)", tc.steps, m.GenerationTokens)
+		}
+	}
+}
+
+// When blocks run out, the newest running request is preempted and later recomputed whole.
+func TestV0PreemptsNewest(t *testing.T) {
+	h, _ := newV0Harness(t, V0Release, 4, 12, 2048)
+	h.submitTogether(0, &Request{ID: "a", Prompt: tokens(1, 64), OutputTokens: 64},
+		&Request{ID: "b", Prompt: tokens(2, 64), OutputTokens: 64})
+	h.run()
+	a, b := h.results["a"], h.results["b"]
+	if a.Status != Completed || b.Status != Completed || a.Preemptions != 0 || b.Preemptions == 0 || a.Finish >= b.Finish {
+		t.Fatalf("a %+v\nb %+v: want b preempted and a finished first", a, b)
+	}
+}
+
+func TestSchedulerStepsNeedV0(t *testing.T) {
+	d := gpumodel.DefaultDeployment(gpumodel.H100SXM80GB(), gpumodel.Llama31x8B(), 1)
+	for _, tc := range []struct {
+		rel   Release
+		steps int
+		ok    bool
+	}{{V0Release, 10, true}, {V0Release, 0, true}, {NewestRelease, 1, true}, {NewestRelease, 10, false},
+		{LegacyRelease, 2, false}, {V0Release, -1, false}} {
+		_, err := New(sim.NewKernel(), Config{Deployment: d, Release: tc.rel, SchedulerSteps: tc.steps}, Hooks{})
+		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "num_scheduler_steps") {
+			t.Errorf("%s with %d steps: %v, want ok %v", tc.rel.Name, tc.steps, err, tc.ok)
+		}
+	}
+}
