@@ -125,19 +125,24 @@ func (g GPU) Validate() error {
 //     (A100, H100). H200 reuses H100's (same compute die); L40S and L4 are uncalibrated
 //     Ada priors. See README.md.
 
-// ampereEfficiency is calibrated on A100 (Splitwise, Vidur and vLLM measurements).
+// ampereEfficiency is calibrated on A100 (Splitwise, Vidur and vLLM measurements). DecodeMFU
+// is fitted to the saturated and moderate-load vLLM 0.6.0 runs simulated as V0 runs them
+// (docs/fidelity.md).
 func ampereEfficiency() Efficiency {
-	return Efficiency{PrefillMFU: 0.63, DecodeMFU: 0.33, Memory: 0.80, Link: 0.80}
+	return Efficiency{PrefillMFU: 0.63, DecodeMFU: 0.45, Memory: 0.80, Link: 0.80}
 }
 
-// hopperEfficiency is calibrated on H100 (Splitwise and vLLM measurements).
+// hopperEfficiency is calibrated on H100 (Splitwise and vLLM measurements); DecodeMFU as
+// ampereEfficiency's, and consistent with cuBLAS's 0.6–0.7 of peak on decode-sized GEMMs
+// (README.md, "Kernel measurements").
 func hopperEfficiency() Efficiency {
-	return Efficiency{PrefillMFU: 0.50, DecodeMFU: 0.28, Memory: 0.85, Link: 0.80}
+	return Efficiency{PrefillMFU: 0.50, DecodeMFU: 0.45, Memory: 0.85, Link: 0.80}
 }
 
-// adaEfficiency is an uncalibrated prior for Ada (L40S, L4) parts.
+// adaEfficiency is an uncalibrated prior for Ada (L40S, L4) parts: 0.9 of Hopper's compute
+// efficiencies, rounded down.
 func adaEfficiency() Efficiency {
-	return Efficiency{PrefillMFU: 0.45, DecodeMFU: 0.25, Memory: 0.80, Link: 0.70}
+	return Efficiency{PrefillMFU: 0.45, DecodeMFU: 0.40, Memory: 0.80, Link: 0.70}
 }
 
 // A100SXM40GB returns the NVIDIA A100 SXM4 40 GB: 312 TFLOP/s BF16, 40 GB HBM2 at

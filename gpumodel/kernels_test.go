@@ -77,10 +77,11 @@ func loadKernels(t *testing.T, path string) kernelFile {
 // name, with the reason. TestKernelMeasurements fails once one of them lands within the bar,
 // so that no exemption outlives its cause.
 var kernelExempt = map[string]string{
-	"kernels_h100_llama-3.1-70b-tp4.json: decode 128@1024": "decode rows' linear FLOPs are " +
-		"priced at DecodeMFU 0.28, which the saturated vLLM 0.6.0 runs of the calibration hold " +
-		"in place (docs/fidelity.md); in this shard 128 rows are still bound by the weight " +
-		"stream (a layer's multiplies take 0.171 ms, one row's 0.156)",
+	"kernels_h200_llama-3.1-8b.json: decode 64@4096": "PyTorch's FlashAttention 2, which the " +
+		"harness runs, reads the KV cache at 2.3–2.4 TB/s on the H200, 48–50% of its peak and " +
+		"no faster than on the H100, so this step (34 GB of KV read) measures that kernel; vLLM " +
+		"runs FlashAttention 3 on Hopper (get_flash_attn_version in " +
+		"vllm/v1/attention/backends/fa_utils.py: version 3 on compute capability 9)",
 }
 
 // kernelGroups are a kernel file's priced points: held to the bar, exempt from it, and the
