@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -172,6 +173,75 @@ func TestSchedulerStepsNeedV0(t *testing.T) {
 		_, err := New(sim.NewKernel(), Config{Deployment: d, Release: tc.rel, SchedulerSteps: tc.steps}, Hooks{})
 		if (err == nil) != tc.ok || err != nil && !strings.Contains(err.Error(), "num_scheduler_steps") {
 			t.Errorf("%s with %d steps: %v, want ok %v", tc.rel.Name, tc.steps, err, tc.ok)
+		}
+	}
+}
+
+// TestV0Invariants runs random scripts (those of TestMatchesReference: shared prefixes, tiny
+// caches, small budgets, failures) on the V0 release with 1–10 scheduler steps, checking at
+// every step that block references match the block tables and that the batch keeps the
+// limits, and at the end that every request ended once, with all its tokens when it
+// completed, that the generated-token count adds up and that no block is left referenced.
+func TestV0Invariants(t *testing.T) {
+	rounds := 200
+	if testing.Short() {
+		rounds = 40
+	}
+	for seed := range uint64(rounds) {
+		rng := rand.New(rand.NewPCG(seed, 7))
+		sc := randomScript(rng)
+		sc.cfg.Release = V0Release
+		sc.cfg.SchedulerSteps = []int{0, 1, 4, 10}[rng.IntN(4)]
+		h := &harness{t: t, k: sim.NewKernel(), results: map[string]Result{}}
+		var err error
+		h.r, err = New(h.k, sc.cfg, Hooks{
+			Done: func(res Result) {
+				if _, dup := h.results[res.Request.ID]; dup {
+					t.Fatalf("seed %d: request %s ended twice", seed, res.Request.ID)
+				}
+				h.results[res.Request.ID] = res
+			},
+			Step: func(_ sim.Time, _ time.Duration, s gpumodel.Step) {
+				if h.r.pool.size() <= 4096 { // the small caches, where blocks run out; O(blocks)
+					h.checkRefs()
+				}
+				if s.PrefillTokens > int64(h.r.maxBatch) || s.PrefillChunks+s.DecodeSeqs > h.r.maxSeqs {
+					t.Fatalf("seed %d: step %+v over the limits (%d tokens, %d seqs)", seed, s, h.r.maxBatch, h.r.maxSeqs)
+				}
+			},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range sc.reqs {
+			req := q.req
+			h.k.Schedule(q.at, 0, func(sim.Time) { h.r.Submit(&req) })
+		}
+		for i, f := range sc.fails {
+			h.k.Schedule(f, -1, func(sim.Time) { h.r.Fail() })
+			h.k.Schedule(sc.recover[i], -1, func(sim.Time) { h.r.Recover() })
+		}
+		// A bound, so that a request that never ends fails the test instead of hanging it.
+		if err := h.k.Run(sim.At(10 * time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		var generated int64
+		for _, q := range sc.reqs {
+			res, ok := h.results[q.req.ID]
+			switch {
+			case !ok:
+				t.Fatalf("seed %d: request %s never ended", seed, q.req.ID)
+			case res.Status == Completed && (res.OutputTokens != q.req.OutputTokens || res.FirstToken > res.Finish):
+				t.Fatalf("seed %d: request %s completed with %d of %d tokens, first %v finish %v",
+					seed, q.req.ID, res.OutputTokens, q.req.OutputTokens, res.FirstToken, res.Finish)
+			}
+			generated += int64(res.OutputTokens)
+		}
+		if m := h.r.Metrics(); len(sc.fails) == 0 && m.GenerationTokens != generated {
+			t.Fatalf("seed %d: %d tokens generated, requests report %d", seed, m.GenerationTokens, generated)
+		}
+		if used := h.r.pool.used(); used != 0 {
+			t.Fatalf("seed %d: %d blocks still referenced at the end", seed, used)
 		}
 	}
 }
