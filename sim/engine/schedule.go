@@ -62,16 +62,8 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 			r.batch = append(r.batch, s)
 			continue
 		}
-		ok := r.allocate(s, total)
-		for !ok {
-			victim := r.running[len(r.running)-1]
-			r.preempt(victim)
-			preempted = true
-			if victim == s {
-				break
-			}
-			ok = r.allocate(s, total)
-		}
+		ok, pre := r.allocateOrPreempt(s, total)
+		preempted = preempted || pre
 		if !ok {
 			break // s itself was preempted: it was the last
 		}
@@ -94,14 +86,36 @@ func (r *Replica) scheduleWaiting(budget int) {
 		if !ok {
 			break
 		}
-		r.popWaiting()
-		r.running = append(r.running, s)
-		r.due = append(r.due, 0)
-		r.expl = append(r.expl, int32(len(r.running)-1))
-		s.scheduled = n
+		r.startRunning(n)
 		budget -= n
-		r.batch = append(r.batch, s)
 	}
+}
+
+// startRunning moves the head of the waiting queue, admitted with n tokens this step, to the
+// end of running and into the batch.
+func (r *Replica) startRunning(n int) {
+	s := r.waiting[0]
+	r.popWaiting()
+	r.running = append(r.running, s)
+	r.due = append(r.due, 0)
+	r.expl = append(r.expl, int32(len(r.running)-1))
+	s.scheduled = n
+	r.batch = append(r.batch, s)
+}
+
+// allocateOrPreempt gives running request s blocks for its first total tokens, preempting
+// the newest running requests while the free queue is too short. It is false when s itself
+// was preempted (it was the newest left).
+func (r *Replica) allocateOrPreempt(s *seq, total int) (ok, preempted bool) {
+	for !r.allocate(s, total) {
+		victim := r.running[len(r.running)-1]
+		r.preempt(victim)
+		preempted = true
+		if victim == s {
+			return false, true
+		}
+	}
+	return true, preempted
 }
 
 // allocate gives s blocks for its first total tokens, registering in the cache every block

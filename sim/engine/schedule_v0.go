@@ -83,13 +83,8 @@ func (r *Replica) schedulePromptsV0() bool {
 		if !ok {
 			break
 		}
-		r.popWaiting()
-		r.running = append(r.running, s)
-		r.due = append(r.due, 0)
-		r.expl = append(r.expl, int32(len(r.running)-1))
-		s.scheduled = n
+		r.startRunning(n)
 		budget -= total
-		r.batch = append(r.batch, s)
 		admitted = true
 	}
 	return admitted
@@ -104,16 +99,7 @@ func (r *Replica) scheduleDecodesV0() {
 		// Blocks for the burst's tokens, but none past the request's last token (vLLM
 		// allocates the lookahead regardless: at most one block more near the end).
 		total := min(s.computed+steps, s.promptLen+s.outputLen)
-		ok := r.allocate(s, total)
-		for !ok {
-			victim := r.running[len(r.running)-1]
-			r.preempt(victim)
-			if victim == s {
-				break
-			}
-			ok = r.allocate(s, total)
-		}
-		if !ok {
+		if ok, _ := r.allocateOrPreempt(s, total); !ok {
 			break // s itself was preempted: it was the last
 		}
 		s.scheduled = 1
