@@ -64,6 +64,7 @@ func TestConfigErrors(t *testing.T) {
 		{"not yaml", "name: t", "name: [t", "t.yaml"},
 		{"unknown vllm release", "tp: 1}", "tp: 1, vllm: v0.5}", "line 4: fleet.vllm: unknown vLLM release \"v0.5\""},
 		{"scheduler steps on V1", "tp: 1}", "tp: 1, num_scheduler_steps: 10}", "line 4: fleet.num_scheduler_steps 10"},
+		{"V0 without a token budget", "tp: 1}", "tp: 1, vllm: v0.6}", "line 4: fleet.vllm v0.6 needs fleet.max_num_batched_tokens"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -162,7 +163,7 @@ func TestFleetEngineArgs(t *testing.T) {
 		{"bad kv dtype", ", kv_cache_dtype: fp4", nil, "fleet.kv_cache_dtype"},
 		{"negative batch", ", max_num_batched_tokens: -1", nil, "max_num_batched_tokens"},
 		{"vllm release", ", vllm: v0.8-v0.10", nil, ""},
-		{"vllm V0, multi-step", ", vllm: v0.6, num_scheduler_steps: 10", nil, ""},
+		{"vllm V0, multi-step", ", vllm: v0.6, num_scheduler_steps: 10, max_num_batched_tokens: 4096", nil, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -71,11 +71,7 @@ func (p Point) fleet() ([]engine.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n := f.NumSchedulerSteps; n < 0 || n > 1 && !rel.V0Scheduler {
-		err := fmt.Errorf("fleet.num_scheduler_steps %d: want 0 or 1, or more with vllm %s", n, engine.V0Release.Name)
-		if line := p.Line("fleet.num_scheduler_steps"); line > 0 {
-			err = fmt.Errorf("line %d: %w", line, err)
-		}
+	if err := v0Args(p, rel); err != nil {
 		return nil, err
 	}
 	out := make([]engine.Config, f.Replicas)
@@ -95,6 +91,30 @@ func (p Point) release() (engine.Release, error) {
 		return rel, fmt.Errorf("fleet.vllm: %w", err)
 	}
 	return rel, nil
+}
+
+// v0Args checks the engine arguments that only V0 takes or that V0 needs set:
+// num_scheduler_steps above 1 is V0's, and V0 needs max_num_batched_tokens from the file,
+// since its own default without chunked prefill, max(max_model_len, 2048), depends on a
+// max_model_len the simulator does not model (the V1 default would silently reject every
+// prompt longer than it).
+func v0Args(p Point, rel engine.Release) error {
+	f := p.Fleet
+	var err error
+	switch n := f.NumSchedulerSteps; {
+	case n < 0 || n > 1 && !rel.V0Scheduler:
+		err = fmt.Errorf("fleet.num_scheduler_steps %d: want 0 or 1, or more with vllm %s", n, engine.V0Release.Name)
+		if line := p.Line("fleet.num_scheduler_steps"); line > 0 {
+			err = fmt.Errorf("line %d: %w", line, err)
+		}
+	case rel.V0Scheduler && f.MaxNumBatchedTokens == 0:
+		err = fmt.Errorf("fleet.vllm %s needs fleet.max_num_batched_tokens: V0 without chunked prefill "+
+			"defaults it to max(max_model_len, 2048) and ignores longer prompts; set it as your engine runs", rel.Name)
+		if line := p.Line("fleet.vllm"); line > 0 {
+			err = fmt.Errorf("line %d: %w", line, err)
+		}
+	}
+	return err
 }
 
 // deployment is vLLM's replica of m on tp GPUs g with the fleet's engine arguments applied
