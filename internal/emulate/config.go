@@ -27,6 +27,10 @@ type Config struct {
 	Speed float64 `json:"speed" yaml:"speed"`
 	// NumBlocks overrides the KV capacity in blocks when > 0 (vLLM's num_gpu_blocks_override).
 	NumBlocks int `json:"num_blocks" yaml:"num_blocks"`
+	// MaxNumBatchedTokens and MaxNumSeqs are vLLM's --max-num-batched-tokens and
+	// --max-num-seqs (0: vLLM's default for the GPU).
+	MaxNumBatchedTokens int `json:"max_num_batched_tokens" yaml:"max_num_batched_tokens"`
+	MaxNumSeqs          int `json:"max_num_seqs" yaml:"max_num_seqs"`
 	// VLLM names the vLLM release whose semantics the engine follows (engine.ParseRelease;
 	// empty: the newest modelled).
 	VLLM string `json:"vllm" yaml:"vllm"`
@@ -74,6 +78,10 @@ func (c Config) Validate() error {
 	if c.NumBlocks < 0 {
 		errs = append(errs, fmt.Errorf("emulate: num_blocks must not be negative, got %d", c.NumBlocks))
 	}
+	if c.MaxNumBatchedTokens < 0 || c.MaxNumSeqs < 0 {
+		errs = append(errs, fmt.Errorf("emulate: max_num_batched_tokens (%d) and max_num_seqs (%d) must not be negative",
+			c.MaxNumBatchedTokens, c.MaxNumSeqs))
+	}
 	if _, err := engine.ParseRelease(c.VLLM); err != nil {
 		errs = append(errs, fmt.Errorf("emulate: vllm: %w", err))
 	}
@@ -105,7 +113,10 @@ func (c Config) deployment() (gpumodel.Deployment, error) {
 	if err != nil {
 		return gpumodel.Deployment{}, fmt.Errorf("emulate: model: %w", err)
 	}
-	d := gpumodel.DefaultDeployment(g, m, c.TP)
+	d, err := gpumodel.EngineArgs{MaxNumBatchedTokens: c.MaxNumBatchedTokens, MaxNumSeqs: c.MaxNumSeqs}.Deployment(g, m, c.TP)
+	if err != nil {
+		return gpumodel.Deployment{}, fmt.Errorf("emulate: %w", err)
+	}
 	if err := d.Validate(); err != nil {
 		return gpumodel.Deployment{}, fmt.Errorf("emulate: %w", err)
 	}

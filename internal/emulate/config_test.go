@@ -20,6 +20,8 @@ func TestConfigValidate(t *testing.T) {
 		{"NaN speed", func(c *Config) { c.Speed = math.NaN() }, []string{"speed"}},
 		{"infinite speed", func(c *Config) { c.Speed = math.Inf(1) }, []string{"speed"}},
 		{"negative blocks", func(c *Config) { c.NumBlocks = -1 }, []string{"num_blocks"}},
+		{"batch limits", func(c *Config) { c.MaxNumBatchedTokens, c.MaxNumSeqs = 4096, 256 }, nil},
+		{"negative batch limits", func(c *Config) { c.MaxNumSeqs = -1 }, []string{"max_num_seqs"}},
 		{"unknown vllm release", func(c *Config) { c.VLLM = "v0.5" }, []string{"vllm", "unknown vLLM release"}},
 		{"cap below default", func(c *Config) { c.DefaultMaxTokens, c.MaxTokensCap = 32, 16 }, []string{"max_tokens_cap"}},
 		{"no default tokens", func(c *Config) { c.DefaultMaxTokens = 0 }, []string{"default_max_tokens"}},
@@ -55,5 +57,24 @@ func TestNewReplicaRejectsModelThatDoesNotFit(t *testing.T) {
 	c.GPU, c.Model = "L4", "Llama-3.1-70B"
 	if _, err := NewReplica(c); err == nil || !strings.HasPrefix(err.Error(), "emulate: ") {
 		t.Errorf("NewReplica(70B on one L4) = %v, want an emulate error", err)
+	}
+}
+
+// The batch limits reach the deployment the engine runs, with the activation reserve that
+// vLLM's profiling run would take for them.
+func TestConfigBatchLimits(t *testing.T) {
+	c := DefaultConfig()
+	c.MaxNumBatchedTokens, c.MaxNumSeqs = 2048, 64
+	d, err := c.deployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, err := DefaultConfig().deployment()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.MaxNumBatchedTokens != 2048 || d.MaxNumSeqs != 64 || d.ActivationReserveBytes >= def.ActivationReserveBytes {
+		t.Errorf("deployment %d tokens, %d seqs, reserve %d (default %d): want 2048, 64 and a smaller reserve",
+			d.MaxNumBatchedTokens, d.MaxNumSeqs, d.ActivationReserveBytes, def.ActivationReserveBytes)
 	}
 }
