@@ -63,7 +63,8 @@ type Result struct {
 	KVBlocks         int
 }
 
-// Metric returns the result's value of a published metric: req/s, out_tok/s or tpot_p50_ms.
+// Metric returns the result's value of a published metric: req/s, out_tok/s, tpot_p50_ms or
+// ttft_p50_ms.
 func (r Result) Metric(name string) (float64, error) {
 	switch name {
 	case "req/s":
@@ -72,8 +73,10 @@ func (r Result) Metric(name string) (float64, error) {
 		return r.OutputTokensPerS, nil
 	case "tpot_p50_ms":
 		return r.TPOTp50ms, nil
+	case "ttft_p50_ms":
+		return r.TTFTp50ms, nil
 	}
-	return 0, fmt.Errorf("calibrate: unknown metric %q (want req/s, out_tok/s or tpot_p50_ms)", name)
+	return 0, fmt.Errorf("calibrate: unknown metric %q (want req/s, out_tok/s, tpot_p50_ms or ttft_p50_ms)", name)
 }
 
 // Deployment returns the replica s describes.
