@@ -120,8 +120,12 @@ type Replica struct {
 	hits    []int32
 
 	tick int64 // steps ended so far
-	// burstLeft is how many steps of the V0 decode burst in flight remain (schedule_v0.go).
+	// burstLeft is how many steps of the V0 decode burst in flight remain, and outFirst and
+	// outDone the requests whose first token or completion V0 reports as the next step ends
+	// (schedule_v0.go).
 	burstLeft int
+	outFirst  []*seq
+	outDone   []doneV0
 	lazyN     int   // lazy decoders
 	lazyCtx   int64 // Σ over lazy decoders of computed − t0
 
@@ -277,6 +281,7 @@ func (r *Replica) startStep(now sim.Time, behind bool) {
 	}
 	if len(r.batch) == 0 && r.lazyN == 0 {
 		r.stepping = false
+		r.flushV0(now)
 		return
 	}
 	d := r.stepTime(step, behind)
@@ -319,6 +324,7 @@ func (r *Replica) splitCPU(d gpumodel.Deployment) error {
 // endStep applies the batch's tokens, then starts the next step at once.
 func (r *Replica) endStep(now sim.Time) {
 	r.stepEnd = 0
+	r.flushV0(now)
 	// Every lazy decoder computed its token. They are counted before the requests handled one
 	// by one, as vLLM counts in running order: a request still prefilling has only prefilling
 	// requests after it (it took the whole budget, or the ones after it were admitted in the
@@ -335,7 +341,9 @@ func (r *Replica) endStep(now sim.Time) {
 		r.m.GenerationTokens++
 		if s.generated == 1 && s.firstToken == 0 {
 			s.firstToken = now
-			if r.hooks.FirstToken != nil {
+			if r.sem.V0Scheduler {
+				r.outFirst = append(r.outFirst, s) // reported as the next step ends (flushV0)
+			} else if r.hooks.FirstToken != nil {
 				r.hooks.FirstToken(s.req, now)
 			}
 		}
@@ -407,6 +415,10 @@ func (r *Replica) compactFinished(now sim.Time) {
 			s.generated = -s.generated
 			r.m.Completed++
 			kept := r.memo.remember(s, r.bs)
+			if r.sem.V0Scheduler {
+				r.outDone = append(r.outDone, doneV0{s, kept}) // reported by flushV0
+				continue
+			}
 			r.end(s, Completed, now)
 			r.recycle(s, kept)
 			continue
@@ -443,6 +455,7 @@ func (r *Replica) end(s *seq, st Status, now sim.Time) {
 // ends Aborted, the KV cache is cleared, and new requests are aborted until Recover.
 func (r *Replica) Fail() {
 	now := r.k.Now()
+	r.flushV0(now)
 	if r.stepEnd != 0 {
 		r.k.Cancel(r.stepEnd)
 		r.stepEnd = 0

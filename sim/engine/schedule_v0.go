@@ -1,6 +1,9 @@
 package engine
 
-import "kvroute/gpumodel"
+import (
+	"kvroute/gpumodel"
+	"kvroute/sim"
+)
 
 // vLLM's V0 scheduler with chunked prefill off (Semantics.V0Scheduler), as
 // Scheduler._schedule_default in vllm/core/scheduler.py (vllm-project/vllm @0dce2b29, August
@@ -25,6 +28,12 @@ import "kvroute/gpumodel"
 //     and it is reported then, when its last tokens reach the client: the published runs'
 //     median ITL is about ten steps (243.76 ms against a 25.57 ms TPOT, LambdaLabsML/vllm-benchmark
 //     benchmark_v0.md).
+//   - Outputs reach the client one step late (async output processing, on by default): a
+//     step's outputs go to the output queue and are processed while the next step runs, and
+//     that step returns them (LLMEngine.step: ctx.output_queue with allow_async_output_proc,
+//     the async callback passed to the next execute_model); when nothing is left to run, the
+//     queue is drained at once. So a first token or a completion is reported when the step
+//     after the one that produced it ends.
 //
 // Lazy decoders (lazy.go) are off under V0: every running request is handled each step.
 
@@ -130,4 +139,33 @@ func (r *Replica) endBurstV0() {
 			r.finish(s)
 		}
 	}
+}
+
+// doneV0 is a completed request whose report V0 defers (flushV0), and whether the hash
+// memo kept its hashes (recycle).
+type doneV0 struct {
+	s    *seq
+	kept bool
+}
+
+// flushV0 reports, at now, the first tokens and completions of the step before the one
+// ending now (or of the last step, when the replica goes idle or fails).
+func (r *Replica) flushV0(now sim.Time) {
+	if !r.sem.V0Scheduler {
+		return
+	}
+	for i, s := range r.outFirst {
+		s.firstToken = now
+		if r.hooks.FirstToken != nil {
+			r.hooks.FirstToken(s.req, now)
+		}
+		r.outFirst[i] = nil
+	}
+	r.outFirst = r.outFirst[:0]
+	for i, d := range r.outDone {
+		r.end(d.s, Completed, now)
+		r.recycle(d.s, d.kept)
+		r.outDone[i] = doneV0{}
+	}
+	r.outDone = r.outDone[:0]
 }

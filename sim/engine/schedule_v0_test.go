@@ -96,19 +96,18 @@ func TestV0WholePromptsWithinBudget(t *testing.T) {
 // and ignored when they never can; V1 has no watermark.
 func TestV0Watermark(t *testing.T) {
 	for _, tc := range []struct {
-		rel   Release
-		bWait bool // b waits for a to finish
-		wantC Status
-	}{{V0Release, true, Rejected}, {LegacyRelease, false, Completed}} {
+		rel       Release
+		firstStep int // prompts in the first step: b waits for a to finish under V0
+		wantC     Status
+	}{{V0Release, 1, Rejected}, {LegacyRelease, 2, Completed}} {
 		t.Run(tc.rel.Name, func(t *testing.T) {
-			h, _ := newV0Harness(t, tc.rel, 1, 200, 4096) // watermark: 2 blocks
+			h, shapes := newV0Harness(t, tc.rel, 1, 200, 4096) // watermark: 2 blocks
 			h.submitTogether(0, &Request{ID: "a", Prompt: tokens(1, 195*16), OutputTokens: 1},
 				&Request{ID: "b", Prompt: tokens(2, 4*16-1), OutputTokens: 1}) // 4 blocks: 1 left
 			h.submitAt(sim.At(time.Second), &Request{ID: "c", Prompt: tokens(3, 199*16-1), OutputTokens: 1})
 			h.run()
-			a, b := h.results["a"], h.results["b"]
-			if waited := b.FirstToken > a.Finish; waited != tc.bWait {
-				t.Errorf("b's first token %v, a finished %v: waited %v, want %v", b.FirstToken, a.Finish, waited, tc.bWait)
+			if got := (*shapes)[0].PrefillChunks; got != tc.firstStep || h.results["b"].Status != Completed {
+				t.Errorf("first step ran %d prompts, want %d; b ended %v", got, tc.firstStep, h.results["b"].Status)
 			}
 			if c := h.results["c"]; c.Status != tc.wantC {
 				t.Errorf("c (199 of 200 blocks) ended %v, want %v", c.Status, tc.wantC)
@@ -126,11 +125,13 @@ func TestV0DecodeBursts(t *testing.T) {
 		steps           int
 		aFinish, bFirst sim.Time
 	}{
-		// a: prompt step 0–10 ms (token 1); bursts 10–50 (tokens 2–5), then b's prompt 50–60,
-		// then 60–100 (6–9), 100–140 (10, its last, at 110, reported at 140).
-		{4, ms(14), ms(6)},
-		// One step per schedule: b's prompt runs at 30–40 ms, a's tokens one per step after.
-		{1, ms(11), ms(4)},
+		// a: prompt step 0–10 ms (token 1); bursts 10–50 (tokens 2–5), then b's prompt 50–60
+		// (its token reported as the next step ends, at 70), then 60–100 (6–9), 100–140 (10,
+		// its last, at 110, held to 140 and reported then: nothing runs after it).
+		{4, ms(14), ms(7)},
+		// One step per schedule: b's prompt runs at 30–40 ms, reported at 50; a's tokens one
+		// per step after, its last at 110.
+		{1, ms(11), ms(5)},
 	} {
 		h, shapes := newV0Harness(t, V0Release, tc.steps, 1000, 2048)
 		h.submitAt(0, &Request{ID: "a", Prompt: tokens(1, 16), OutputTokens: 10})
@@ -146,6 +147,32 @@ func TestV0DecodeBursts(t *testing.T) {
 		}
 		if m := h.r.Metrics(); m.GenerationTokens != 11 {
 			t.Errorf("steps %d: %d tokens generated, want 11 (held rows give none)", tc.steps, m.GenerationTokens)
+		}
+	}
+}
+
+// A first token or a completion is reported when the step after the one that produced it
+// ends (async output processing), or at once when nothing runs after it. V1 reports it as
+// its own step ends.
+func TestV0OutputsOneStepLate(t *testing.T) {
+	ms := func(n int) sim.Time { return sim.At(time.Duration(n) * 10 * time.Millisecond) }
+	for _, tc := range []struct {
+		rel                   Release
+		aFirst, bFirst, bDone sim.Time
+	}{
+		// a's prompt 0–10, decodes after; b's prompt 30–40 (V0: a stalls), b done after 2
+		// tokens at 50 (its decode step 40–50), reported as a's next step ends.
+		{V0Release, ms(2), ms(5), ms(6)},
+		{LegacyRelease, ms(1), ms(4), ms(5)},
+	} {
+		h, _ := newV0Harness(t, tc.rel, 1, 1000, 2048)
+		h.submitAt(0, &Request{ID: "a", Prompt: tokens(1, 16), OutputTokens: 20})
+		h.submitAt(sim.At(25*time.Millisecond), &Request{ID: "b", Prompt: tokens(2, 16), OutputTokens: 2})
+		h.run()
+		a, b := h.results["a"], h.results["b"]
+		if a.FirstToken != tc.aFirst || b.FirstToken != tc.bFirst || b.Finish != tc.bDone {
+			t.Errorf("%s: a's first token %v, b's %v, b done %v; want %v, %v, %v", tc.rel.Name,
+				a.FirstToken, b.FirstToken, b.Finish, tc.aFirst, tc.bFirst, tc.bDone)
 		}
 	}
 }
