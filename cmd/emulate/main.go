@@ -68,7 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.cfg.NumBlocks, "num-blocks", 0, "KV cache blocks per replica (0: from the GPU and model)")
 	fs.IntVar(&o.cfg.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per step (0: vLLM's default for the GPU)")
 	fs.IntVar(&o.cfg.MaxNumSeqs, "max-num-seqs", 0, "requests running at once (0: vLLM's default for the GPU)")
-	fs.StringVar(&o.cfg.VLLM, "vllm", "", "vLLM release whose engine semantics to follow: v0.33, v0.8-v0.10 or v0.6 (empty: the newest)")
+	fs.StringVar(&o.cfg.VLLM, "vllm", "", "vLLM release whose engine semantics to follow: v0.33 or v0.8-v0.10 (empty: the newest; V0 is cmd/simulate's only)")
 	fs.IntVar(&o.cfg.DefaultMaxTokens, "default-max-tokens", o.cfg.DefaultMaxTokens, "tokens generated when a request sends no max_tokens")
 	fs.IntVar(&o.cfg.MaxTokensCap, "max-tokens-cap", o.cfg.MaxTokensCap, "largest max_tokens honoured; larger asks generate this many")
 	fs.IntVar(&o.kvPort, "kv-events-port", 0, "publish KV events as vLLM does: replica i binds a ZMQ PUB on host:(port+i) (0: off)")

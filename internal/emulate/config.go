@@ -82,8 +82,12 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("emulate: max_num_batched_tokens (%d) and max_num_seqs (%d) must not be negative",
 			c.MaxNumBatchedTokens, c.MaxNumSeqs))
 	}
-	if _, err := engine.ParseRelease(c.VLLM); err != nil {
+	if rel, err := engine.ParseRelease(c.VLLM); err != nil {
 		errs = append(errs, fmt.Errorf("emulate: vllm: %w", err))
+	} else if rel.V0Scheduler {
+		// The stream pacing (loop.go) hands each step's tokens out as the step ends; V0 reports
+		// them a step late and in bursts, which only cmd/simulate models.
+		errs = append(errs, fmt.Errorf("emulate: vllm %s: the emulator serves V1 releases only; simulate V0 with cmd/simulate", rel.Name))
 	}
 	if c.DefaultMaxTokens < 1 {
 		errs = append(errs, fmt.Errorf("emulate: default_max_tokens must be at least 1, got %d", c.DefaultMaxTokens))

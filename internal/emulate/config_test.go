@@ -23,6 +23,7 @@ func TestConfigValidate(t *testing.T) {
 		{"batch limits", func(c *Config) { c.MaxNumBatchedTokens, c.MaxNumSeqs = 4096, 256 }, nil},
 		{"negative batch limits", func(c *Config) { c.MaxNumSeqs = -1 }, []string{"max_num_seqs"}},
 		{"unknown vllm release", func(c *Config) { c.VLLM = "v0.5" }, []string{"vllm", "unknown vLLM release"}},
+		{"V0 not served", func(c *Config) { c.VLLM = "v0.6" }, []string{"vllm v0.6", "V1 releases only"}},
 		{"cap below default", func(c *Config) { c.DefaultMaxTokens, c.MaxTokensCap = 32, 16 }, []string{"max_tokens_cap"}},
 		{"no default tokens", func(c *Config) { c.DefaultMaxTokens = 0 }, []string{"default_max_tokens"}},
 		{"no body", func(c *Config) { c.MaxBodyBytes = 0 }, []string{"max_body_bytes"}},
