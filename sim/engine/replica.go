@@ -476,35 +476,3 @@ func (r *Replica) Fail() {
 
 // Recover brings a failed replica back, empty.
 func (r *Replica) Recover() { r.down = false }
-
-// maxSpareSeqs bounds Replica.spare.
-const maxSpareSeqs = 64
-
-// newSeq returns a request state for Submit to fill: a spare one when there is one, whose
-// block table's array holds blocks blocks when one does, so that the array is reused too.
-func (r *Replica) newSeq(blocks int) *seq {
-	k := len(r.spare) - 1
-	if k < 0 {
-		return new(seq)
-	}
-	i := k
-	for i > 0 && cap(r.spare[i].blocks) < blocks {
-		i--
-	}
-	s := r.spare[i]
-	r.spare[i], r.spare[k] = r.spare[k], nil
-	r.spare = r.spare[:k]
-	return s
-}
-
-// recycle keeps ended request s, which holds no blocks and which nothing refers to once its
-// Done hook has returned, for newSeq. Its hashes go back to the memo unless the memo kept them.
-func (r *Replica) recycle(s *seq, memoKept bool) {
-	if !memoKept {
-		r.memo.release(s.hashes)
-	}
-	s.hashes, s.req = nil, nil
-	if len(r.spare) < maxSpareSeqs {
-		r.spare = append(r.spare, s)
-	}
-}
