@@ -25,7 +25,7 @@ import (
 //     them up front (_get_num_lookahead_slots: steps − 1 lookahead slots for decodes, none
 //     for prompts, so a prompt's step is a single step). A request that ends inside the
 //     burst keeps its place and its blocks, and its row in the batch, until the burst ends,
-//     and it is reported then, when its last tokens reach the client: the published runs'
+//     when its tokens are handed on (and reported a step later, below): the published runs'
 //     median ITL is about ten steps (243.76 ms against a 25.57 ms TPOT, LambdaLabsML/vllm-benchmark
 //     benchmark_v0.md).
 //   - Outputs reach the client one step late (async output processing, on by default): a
