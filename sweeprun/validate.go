@@ -100,10 +100,10 @@ func (p Point) release() (engine.Release, error) {
 // prompt longer than it).
 func v0Args(p Point, rel engine.Release) error {
 	f := p.Fleet
-	var err error
-	switch n := f.NumSchedulerSteps; {
-	case n < 0 || n > 1 && !rel.V0Scheduler:
-		err = fmt.Errorf("fleet.num_scheduler_steps %d: want 0 or 1, or more with vllm %s", n, engine.V0Release.Name)
+	err := rel.CheckSchedulerSteps(f.NumSchedulerSteps)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("fleet.%w", err)
 		if line := p.Line("fleet.num_scheduler_steps"); line > 0 {
 			err = fmt.Errorf("line %d: %w", line, err)
 		}

@@ -69,6 +69,15 @@ var (
 	V0Release = Release{Name: "v0.6", Semantics: Semantics{V0Scheduler: true}}
 )
 
+// CheckSchedulerSteps reports whether a replica of release rel can run n scheduler steps per
+// schedule (vLLM V0's --num-scheduler-steps): 0 or 1 on any release, more only on V0.
+func (rel Release) CheckSchedulerSteps(n int) error {
+	if n < 0 || n > 1 && !rel.V0Scheduler {
+		return fmt.Errorf("num_scheduler_steps %d: want 0 or 1, or more with vLLM V0 (%s)", n, V0Release.Name)
+	}
+	return nil
+}
+
 // Releases lists the modelled releases, newest first.
 func Releases() []Release { return []Release{NewestRelease, LegacyRelease, V0Release} }
 

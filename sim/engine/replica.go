@@ -125,7 +125,7 @@ type Replica struct {
 	// (schedule_v0.go).
 	burstLeft int
 	outFirst  []*seq
-	outDone   []doneV0
+	outDone   []*seq
 	lazyN     int   // lazy decoders
 	lazyCtx   int64 // Σ over lazy decoders of computed − t0
 
@@ -160,9 +160,8 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	if rel.Name == "" {
 		rel = NewestRelease
 	}
-	if cfg.SchedulerSteps < 0 || cfg.SchedulerSteps > 1 && !rel.V0Scheduler {
-		return nil, fmt.Errorf("engine: num_scheduler_steps %d: want 0 or 1, or more with vLLM V0 (%s)",
-			cfg.SchedulerSteps, V0Release.Name)
+	if err := rel.CheckSchedulerSteps(cfg.SchedulerSteps); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	usable := n
 	if rel.NullBlock {
@@ -347,7 +346,7 @@ func (r *Replica) endStep(now sim.Time) {
 				r.hooks.FirstToken(s.req, now)
 			}
 		}
-		if s.generated >= s.outputLen && !r.holdV0(s) {
+		if s.generated >= s.outputLen && !r.holdV0() {
 			r.finish(s)
 		}
 	}
@@ -414,13 +413,11 @@ func (r *Replica) compactFinished(now sim.Time) {
 		if s.generated < 0 {
 			s.generated = -s.generated
 			r.m.Completed++
-			kept := r.memo.remember(s, r.bs)
 			if r.sem.V0Scheduler {
-				r.outDone = append(r.outDone, doneV0{s, kept}) // reported by flushV0
+				r.outDone = append(r.outDone, s) // reported by flushV0
 				continue
 			}
-			r.end(s, Completed, now)
-			r.recycle(s, kept)
+			r.complete(s, now)
 			continue
 		}
 		r.end(s, Aborted, now) // settle freed its blocks
@@ -437,6 +434,13 @@ func (r *Replica) compactFinished(now sim.Time) {
 	}
 	clear(r.running[kept:n])
 	r.running, r.due = r.running[:kept], r.due[:kept]
+}
+
+// complete reports completed request s, which has left running, and recycles it.
+func (r *Replica) complete(s *seq, now sim.Time) {
+	kept := r.memo.remember(s, r.bs)
+	r.end(s, Completed, now)
+	r.recycle(s, kept)
 }
 
 // end reports a request's result.

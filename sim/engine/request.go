@@ -85,7 +85,6 @@ type seq struct {
 	aborted    bool     // Abort was called while it ran: it ends with the step in flight
 	private    bool     // its blocks past the Answer are not cached yet (catchUp)
 	cachedOnce bool     // CachedTokens has been recorded
-	held       bool     // V0: finished inside a decode burst, reported when it ends
 
 	req         *Request
 	arrival     sim.Time

@@ -16,16 +16,24 @@ func (r *Replica) schedule() gpumodel.Step {
 	if !preempted {
 		r.scheduleWaiting(budget)
 	}
+	step := r.batchStep()
+	step.DecodeSeqs += r.lazyN
+	step.DecodeContext += r.lazyCtx + int64(r.lazyN)*r.tick
+	return step
+}
+
+// batchStep returns the shape of r.batch: a request whose next token is its only one to
+// compute is a decode row (as is, under V0, a finished request holding its row to the end
+// of its burst, which computes nothing); the others are prefill chunks.
+func (r *Replica) batchStep() gpumodel.Step {
 	var step gpumodel.Step
 	for _, s := range r.batch {
-		if s.scheduled == 1 && s.generated > 0 && s.computed == s.numTokens()-1 {
+		if s.scheduled <= 1 && s.generated > 0 && s.computed == s.numTokens()-1 {
 			step.AddDecode(s.computed)
 		} else {
 			step.AddPrefill(s.scheduled, s.computed)
 		}
 	}
-	step.DecodeSeqs += r.lazyN
-	step.DecodeContext += r.lazyCtx + int64(r.lazyN)*r.tick
 	return step
 }
 

@@ -49,8 +49,8 @@ func (r *Replica) scheduleV0() gpumodel.Step {
 		r.burstLeft--
 		for _, s := range r.running {
 			s.scheduled = 1
-			if s.held {
-				s.scheduled = 0 // its row runs, its token is dropped
+			if s.generated >= s.outputLen {
+				s.scheduled = 0 // held to the burst's end (holdV0): its row runs, computing nothing
 			}
 			r.batch = append(r.batch, s)
 		}
@@ -60,15 +60,7 @@ func (r *Replica) scheduleV0() gpumodel.Step {
 			r.scheduleDecodesV0()
 		}
 	}
-	var step gpumodel.Step
-	for _, s := range r.batch {
-		if s.scheduled <= 1 && s.generated > 0 && s.computed == s.numTokens()-1 {
-			step.AddDecode(s.computed)
-		} else {
-			step.AddPrefill(s.scheduled, s.computed)
-		}
-	}
-	return step
+	return r.batchStep()
 }
 
 // schedulePromptsV0 admits waiting prompts whole and reports whether it admitted any.
@@ -119,14 +111,10 @@ func (r *Replica) scheduleDecodesV0() {
 	}
 }
 
-// holdV0 reports whether finished request s must stay until its burst ends, marking it.
-func (r *Replica) holdV0(s *seq) bool {
-	if !r.sem.V0Scheduler || r.burstLeft == 0 {
-		return false
-	}
-	s.held = true
-	return true
-}
+// holdV0 reports whether a request that has just generated its last token stays, with its
+// row and blocks, until the burst in flight ends (endBurstV0). A held request is one in
+// running whose generated count, not yet negated by finish, has reached its output length.
+func (r *Replica) holdV0() bool { return r.sem.V0Scheduler && r.burstLeft > 0 }
 
 // endBurstV0 finishes the requests held to the end of the burst that just ended.
 func (r *Replica) endBurstV0() {
@@ -134,18 +122,10 @@ func (r *Replica) endBurstV0() {
 		return
 	}
 	for _, s := range r.running {
-		if s.held {
-			s.held = false
+		if s.generated >= s.outputLen {
 			r.finish(s)
 		}
 	}
-}
-
-// doneV0 is a completed request whose report V0 defers (flushV0), and whether the hash
-// memo kept its hashes (recycle).
-type doneV0 struct {
-	s    *seq
-	kept bool
 }
 
 // flushV0 reports, at now, the first tokens and completions of the step before the one
@@ -162,10 +142,9 @@ func (r *Replica) flushV0(now sim.Time) {
 		r.outFirst[i] = nil
 	}
 	r.outFirst = r.outFirst[:0]
-	for i, d := range r.outDone {
-		r.end(d.s, Completed, now)
-		r.recycle(d.s, d.kept)
-		r.outDone[i] = doneV0{}
+	for i, s := range r.outDone {
+		r.complete(s, now)
+		r.outDone[i] = nil
 	}
 	r.outDone = r.outDone[:0]
 }
