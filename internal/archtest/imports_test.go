@@ -23,7 +23,7 @@ var allowed = map[string][]string{
 	"gpumodel":           {},
 	"workloads":          {"go.yaml.in/yaml/v3", "kvroute/internal/spares"},
 	"sim":                {},
-	"sim/engine":         {"kvroute/sim", "kvroute/gpumodel", "kvroute/blockhash"}, // blockhash: routers compute the same block keys
+	"sim/engine":         {"kvroute/sim", "kvroute/gpumodel", "kvroute/blockhash", "kvroute/internal/hugepage"}, // blockhash: routers compute the same block keys
 	"sim/cluster":        {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "kvroute/internal/spares"},
 	"results":            {"gonum.org/v1/gonum/...", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/...", "github.com/yuin/goldmark/..."},
 	"internal/openai":    {"github.com/go-json-experiment/json/..."},
@@ -33,7 +33,8 @@ var allowed = map[string][]string{
 	"internal/kvevents":  {"kvroute/router/prefix", "github.com/go-zeromq/zmq4", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
 	"internal/loadgen":   {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
 	"internal/archtest":  {},
-	"internal/spares":    {}, // the bounded free list of ended objects that workloads and sim/cluster reuse
+	"internal/spares":    {},                        // the bounded free list of ended objects that workloads and sim/cluster reuse
+	"internal/hugepage":  {"golang.org/x/sys/unix"}, // huge-page advice for the engine's block-pool tables
 	"internal/benchload": {"kvroute/router/routertest"},
 	"internal/e2e":       {},
 	"internal/calibrate": {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},

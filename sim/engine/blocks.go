@@ -1,5 +1,7 @@
 package engine
 
+import "kvroute/internal/hugepage"
+
 // blockPool is vLLM's KV block pool: ref counts, the free queue (head evicted first) and the
 // table from block hash to cached block. Block ids are 0..n-1. Each block's fields sit
 // together (24 bytes), so touching a block costs one cache line (two for the one block in
@@ -73,6 +75,11 @@ func (p *blockPool) reset(n int, sem Semantics) {
 	}
 	// The table holds at most one entry per block: it never grows.
 	p.cached.reserve(n+1, p.blocks)
+	// The pool's tables are read at random, a few MiB per replica: on huge pages, a fleet's
+	// fit the TLB (measured in docs/simulator.md, "Speed").
+	_ = hugepage.Advise(p.blocks)
+	_ = hugepage.Advise(p.ring)
+	_ = hugepage.Advise(p.cached.lines)
 	p.cached.onMove = func(block1 int32, pos uint32) { p.blocks[block1-1].slot = pos + 1 }
 }
 

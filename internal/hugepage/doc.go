@@ -1,0 +1,18 @@
+// Package hugepage asks the operating system to back large, randomly read tables with huge
+// pages (on Linux, transparent huge pages: 2 MiB on x86-64 instead of 4 KiB).
+//
+// A simulated replica's KV block pool is a few MiB of tables read at random (block states, the
+// prefix-cache table, the free queue), and a fleet of them is tens of MiB: far more than the
+// 4 KiB pages a processor's TLB maps (2,048 entries, 8 MiB, on a Zen 3 core), so many reads
+// first walk the page tables, which costs most inside a virtual machine. With 2 MiB pages the
+// TLB maps them all. Linux hands out huge pages unasked only when transparent huge pages are
+// "always" on; most distributions ship "madvise", which serves only memory that asks
+// (MADV_HUGEPAGE), and the Go runtime does not ask for its heap.
+//
+// Advice changes where memory lives, never what it holds, so it is safe on any Go memory.
+package hugepage
+
+// minBytes is the smallest slice worth advising: below it the slice spans at most 64 small
+// pages, which the TLB maps anyway, and advising its 2 MiB neighbourhood would only add
+// memory.
+const minBytes = 256 << 10
