@@ -12,7 +12,21 @@
 // Advice changes where memory lives, never what it holds, so it is safe on any Go memory.
 package hugepage
 
-// minBytes is the smallest slice worth advising: below it the slice spans at most 64 small
-// pages, which the TLB maps anyway, and advising its 2 MiB neighbourhood would only add
-// memory.
-const minBytes = 256 << 10
+const (
+	// size is the huge page size on the architectures Go supports on Linux with transparent
+	// huge pages (x86-64, arm64 with 4 KiB base pages).
+	size = 2 << 20
+	// minBytes is the smallest slice worth advising: below it the slice spans at most 64
+	// small pages, which the TLB maps anyway, and advising its 2 MiB neighbourhood would only
+	// add memory.
+	minBytes = 256 << 10
+)
+
+// span returns the whole huge pages [lo, hi) that hold the n bytes at start, and false when
+// n is too small to be worth advising.
+func span(start, n uintptr) (lo, hi uintptr, ok bool) {
+	if n < minBytes {
+		return 0, 0, false
+	}
+	return start &^ (size - 1), (start + n + size - 1) &^ (size - 1), true
+}

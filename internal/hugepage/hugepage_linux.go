@@ -6,10 +6,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// size is the huge page size on the architectures Go supports on Linux with transparent huge
-// pages (x86-64, arm64 with 4 KiB base pages).
-const size = 2 << 20
-
 // Advise asks that the memory under s, rounded out to whole huge pages, be backed by huge
 // pages: from now on (MADV_HUGEPAGE) and, where the kernel can do it at once, already
 // (MADV_COLLAPSE, Linux 6.1 and later), since memory the Go heap reuses was faulted in small
@@ -19,12 +15,10 @@ const size = 2 << 20
 // kernel's khugepaged gets to it.
 func Advise[T any](s []T) error {
 	var zero T
-	n := uintptr(len(s)) * unsafe.Sizeof(zero)
-	if n < minBytes {
+	lo, hi, ok := span(uintptr(unsafe.Pointer(unsafe.SliceData(s))), uintptr(len(s))*unsafe.Sizeof(zero))
+	if !ok {
 		return nil
 	}
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(s)))
-	lo, hi := start&^(size-1), (start+n+size-1)&^(size-1)
 	if _, _, errno := unix.Syscall(unix.SYS_MADVISE, lo, hi-lo, unix.MADV_HUGEPAGE); errno != 0 {
 		return errno
 	}
