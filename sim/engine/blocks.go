@@ -3,29 +3,34 @@ package engine
 import "kvroute/internal/hugepage"
 
 // blockPool is vLLM's KV block pool: ref counts, the free queue (head evicted first) and the
-// table from block hash to cached block. Block ids are 0..n-1. Each block's fields sit
-// together (24 bytes), so touching a block costs one cache line (two for the one block in
-// four that straddles a line boundary).
+// table from block hash to cached block. Block ids are 0..n-1. A block's state is what
+// popping, releasing and hitting it read, 16 bytes, four to a cache line; the chains of
+// duplicate blocks, which only dupHits reads, sit apart (dupNext, dupPrev).
 //
 // vLLM keeps the free queue as a doubly-linked list, for taking a block out of its middle
 // when a request hits it. Here it is a ring of block ids in the order they were freed; taking
-// a block out of the middle just leaves its entry behind, stale: an entry is current when
-// its block is free and records the entry's position. Popping skips stale entries. The order
-// of the current entries is exactly the list's, and the blocks to be popped next are known
-// without following links, so their cache misses overlap (touchFree).
+// a block out of the middle leaves its entry behind, stale, and counts it in the block's
+// stale count. A block's stale entries all precede its current one: only a hit takes a block
+// out of the middle, and a block that was hit keeps its hash, so that it returns to the tail.
+// Popping an entry whose block counts stale entries drops it and the count, reading one byte
+// per block, not the block's state. The order of the current entries is exactly the list's,
+// and the blocks to be popped next are known without following links, so their cache misses
+// overlap (touchFree).
 //
 // The table holds exactly the cached hashes: a block records its entry's slot, so evicting it
 // removes the entry at once, and a lookup needs no check against the blocks.
 type blockPool struct {
 	blocks     []block
 	ring       []int32 // the free queue; position q is ring[q&(len(ring)-1)]
+	stale      []uint8 // each block's count of stale entries in ring
 	head, tail uint32  // the queue's entries are at positions head..tail-1
 	cached     prefixTable
-	// dupPrev holds, for each block cached as a duplicate (slotSecond), the block before it
-	// on its hash's chain; dupHits only.
-	dupPrev []int32
-	numFree int
-	sink    uint64 // keeps the reads of the touch methods
+	// dupNext holds, for each block cached under a hash, the next block cached under it plus
+	// one (0: none), and dupPrev, for each duplicate (slotSecond), the block before it on
+	// its hash's chain; dupHits only.
+	dupNext, dupPrev []int32
+	numFree          int
+	sink             uint64 // keeps the reads of the touch methods
 	// dupHits and unhashedToHead are Semantics.DuplicateHits and Semantics.UnhashedToHead.
 	dupHits, unhashedToHead bool
 	// events, when set, hears each block hash the cache starts (stored) or stops holding:
@@ -33,14 +38,13 @@ type blockPool struct {
 	events func(stored bool, hash uint64)
 }
 
-// block is one KV block's state.
+// block is one KV block's state, but for its place on a chain of duplicates.
 type block struct {
-	ref  int32
-	qpos uint32 // position of the block's current free-queue entry, when ref is 0
-	// slot says how the block is cached: its hash's table position plus one (the table's
-	// block for the hash), slotSecond, or, when it has no hash, 0 or slotParked.
+	ref int32
+	// slot says how the block is cached: its hash's table position plus one, with
+	// slotChained set when duplicates follow it (the table's block for the hash),
+	// slotSecond, or, when it has no hash, 0 or slotParked.
 	slot uint32
-	dup  int32  // the next block cached under the same hash, plus one; 0: none
 	hash uint64 // the hash the block is cached under, when it is
 }
 
@@ -51,7 +55,13 @@ const (
 	// slotParked: no hash, but stands for a cached block no request can ever hit
 	// (Replica.park).
 	slotParked = ^uint32(0) - 1
+	// slotChained, in the slot of the table's block for a hash, says that duplicates follow
+	// it (dupHits): evicting it is not a plain table deletion.
+	slotChained = uint32(1) << 31
 )
+
+// slotPos returns the table position in slot s, the slot of the table's block for a hash.
+func slotPos(s uint32) uint32 { return s&^slotChained - 1 }
 
 func newBlockPool(n int, sem Semantics) *blockPool {
 	p := &blockPool{}
@@ -65,10 +75,10 @@ func (p *blockPool) reset(n int, sem Semantics) {
 	for size < 2*n {
 		size *= 2
 	}
-	*p = blockPool{blocks: make([]block, n), ring: make([]int32, size), events: p.events,
+	*p = blockPool{blocks: make([]block, n), stale: make([]uint8, n), ring: make([]int32, size), events: p.events,
 		dupHits: sem.DuplicateHits, unhashedToHead: sem.UnhashedToHead}
 	if p.dupHits {
-		p.dupPrev = make([]int32, n)
+		p.dupNext, p.dupPrev = make([]int32, n), make([]int32, n)
 	}
 	for b := range int32(n) {
 		p.pushTail(b)
@@ -80,10 +90,16 @@ func (p *blockPool) reset(n int, sem Semantics) {
 	_ = hugepage.Advise(p.blocks)
 	_ = hugepage.Advise(p.ring)
 	_ = hugepage.Advise(p.cached.lines)
-	p.cached.onMove = func(block1 int32, pos uint32) { p.blocks[block1-1].slot = pos + 1 }
+	p.cached.onMove = func(block1 int32, pos uint32) {
+		bl := &p.blocks[block1-1]
+		bl.slot = pos + 1 | bl.slot&slotChained
+	}
 }
 
 func (p *blockPool) size() int { return len(p.blocks) }
+
+// hashOf returns the hash of cached block b.
+func (p *blockPool) hashOf(b int32) uint64 { return p.blocks[b].hash }
 
 // refCount returns block b's reference count.
 func (p *blockPool) refCount(b int32) int32 { return p.blocks[b].ref }
@@ -94,38 +110,30 @@ func (p *blockPool) hashed(b int32) bool {
 	return s != 0 && s != slotParked
 }
 
-// hashOf returns the hash of cached block b.
-func (p *blockPool) hashOf(b int32) uint64 { return p.blocks[b].hash }
-
 // pushTail appends free block b to the free queue.
 func (p *blockPool) pushTail(b int32) {
 	if int(p.tail-p.head) == len(p.ring) {
 		p.compactFree()
 	}
 	p.ring[p.tail&uint32(len(p.ring)-1)] = b
-	p.blocks[b].qpos = p.tail
 	p.tail++
 	p.numFree++
 }
 
-// current reports whether the free-queue entry at position q is current.
-func (p *blockPool) current(q uint32) bool {
-	bl := &p.blocks[p.ring[q&uint32(len(p.ring)-1)]]
-	return bl.ref == 0 && bl.qpos == q
-}
-
-// compactFree drops the stale entries of the full free queue, keeping the order. The ring
-// holds twice as many entries as blocks, so at least half of them are stale.
+// compactFree drops the stale entries of the free queue, keeping the order; every block's
+// stale count is then 0. A full ring holds twice as many entries as blocks, so at least half
+// of them are stale.
 func (p *blockPool) compactFree() {
 	mask := uint32(len(p.ring) - 1)
 	q := p.head
 	for r := p.head; r != p.tail; r++ {
-		if p.current(r) {
-			b := p.ring[r&mask]
-			p.ring[q&mask] = b
-			p.blocks[b].qpos = q
-			q++
+		b := p.ring[r&mask]
+		if p.stale[b] != 0 {
+			p.stale[b]--
+			continue
 		}
+		p.ring[q&mask] = b
+		q++
 	}
 	p.tail = q
 }
@@ -136,10 +144,15 @@ func (p *blockPool) lookup(k blockKey) (int32, bool) { return p.cached.get(k) }
 // touch takes a reference on a cached block, taking it off the free queue if it was free
 // (its entry goes stale).
 func (p *blockPool) touch(b int32) {
-	if p.blocks[b].ref == 0 {
+	bl := &p.blocks[b]
+	if bl.ref == 0 {
 		p.numFree--
+		if p.stale[b] == ^uint8(0) {
+			p.compactFree() // the count would wrap
+		}
+		p.stale[b]++
 	}
-	p.blocks[b].ref++
+	bl.ref++
 }
 
 // popRun appends k blocks taken from the head of the free queue (the least recently freed
@@ -152,17 +165,15 @@ func (p *blockPool) popRun(dst []int32, k int) []int32 {
 	t := &p.cached
 	direct := p.events == nil
 	for ; k > 0; k-- {
-		var bl *block
-		var b int32
-		for {
-			q := p.head
+		b := p.ring[p.head&mask]
+		p.head++
+		for p.stale[b] != 0 {
+			p.stale[b]--
+			b = p.ring[p.head&mask]
 			p.head++
-			b = p.ring[q&mask]
-			if bl = &p.blocks[b]; bl.ref == 0 && bl.qpos == q {
-				break
-			}
 		}
-		if pos := bl.slot - 1; direct && pos < uint32(len(t.lines)) && bl.dup == 0 {
+		bl := &p.blocks[b]
+		if pos := bl.slot - 1; direct && pos < uint32(len(t.lines)) { // not chained either
 			t.deleteInLine(pos)
 			bl.slot = 0
 		} else {
@@ -181,10 +192,10 @@ func (p *blockPool) touchFree(k int) {
 	var sink uint64
 	mask := uint32(len(p.ring) - 1)
 	for q := p.head; q != p.tail && k > 0; q, k = q+1, k-1 {
-		bl := &p.blocks[p.ring[q&mask]]
-		sink += uint64(bl.qpos)
-		if s := bl.slot; s != 0 && s < slotParked { // the table's block for its hash
-			sink += p.cached.touchPos(s - 1)
+		s := p.blocks[p.ring[q&mask]].slot
+		sink += uint64(s)
+		if s != 0 && s < slotParked { // the table's block for its hash
+			sink += p.cached.touchPos(slotPos(s))
 		}
 	}
 	p.sink += sink
@@ -200,7 +211,7 @@ func (p *blockPool) evict(b int32) {
 		bl.slot = 0
 		return
 	}
-	if bl.dup != 0 || bl.slot == slotSecond {
+	if bl.slot&slotChained != 0 { // chained, or slotSecond
 		p.unlinkDup(b)
 		return
 	}
@@ -217,18 +228,23 @@ func (p *blockPool) evict(b int32) {
 // the table's block, the next duplicate takes its place.
 func (p *blockPool) unlinkDup(b int32) {
 	bl := &p.blocks[b]
-	next := bl.dup - 1
-	if bl.slot != slotSecond {
-		p.cached.setBlock(bl.slot-1, next)
+	next := p.dupNext[b] - 1
+	if bl.slot != slotSecond { // the table's block: next takes its place
+		p.cached.setBlock(slotPos(bl.slot), next)
 		p.blocks[next].slot = bl.slot
+		if p.dupNext[next] == 0 {
+			p.blocks[next].slot &^= slotChained
+		}
 	} else {
 		prev := p.dupPrev[b]
-		p.blocks[prev].dup = bl.dup
+		p.dupNext[prev] = next + 1
 		if next >= 0 {
 			p.dupPrev[next] = prev
+		} else if pb := &p.blocks[prev]; pb.slot != slotSecond {
+			pb.slot &^= slotChained // prev, the table's block, has no duplicates left
 		}
 	}
-	bl.dup, bl.slot = 0, 0
+	p.dupNext[b], bl.slot = 0, 0
 }
 
 // cache records that full block b, which has no hash, holds the tokens hashing to k.hash. A
@@ -242,18 +258,18 @@ func (p *blockPool) cache(b int32, k blockKey) {
 		c, at, found := p.cached.getOrPut(k, b)
 		if found {
 			if p.dupHits { // b joins the blocks cached under h, after the last of them
-				for p.blocks[c].dup != 0 {
-					c = p.blocks[c].dup - 1
+				p.blocks[c].slot |= slotChained // c is the table's block
+				for p.dupNext[c] != 0 {
+					c = p.dupNext[c] - 1
 				}
-				p.blocks[c].dup = b + 1
+				p.dupNext[c] = b + 1
 				p.blocks[b].slot, p.blocks[b].hash, p.dupPrev[b] = slotSecond, k.hash, c
 			}
 			return
 		}
 		pos = at
 	}
-	bl := &p.blocks[b]
-	bl.slot, bl.hash = pos+1, k.hash
+	p.blocks[b].slot, p.blocks[b].hash = pos+1, k.hash
 	if p.events != nil {
 		p.events(true, k.hash)
 	}
@@ -297,11 +313,9 @@ func (p *blockPool) release(blocks []int32) {
 		if p.unhashedToHead && bl.slot == 0 { // no hash, not parked: to the head
 			p.head--
 			p.ring[p.head&mask] = b
-			bl.qpos = p.head
 			continue
 		}
 		p.ring[p.tail&mask] = b
-		bl.qpos = p.tail
 		p.tail++
 	}
 }

@@ -254,6 +254,56 @@ func TestUnhashedFreedBlocksFirst(t *testing.T) {
 	}
 }
 
+// TestHitBlockManyTimes hits free cached blocks and frees them again, hundreds of times each
+// with no pop in between, then hits hash 2's block and hash 1's once more, so that the order
+// of the last entries matters: stale free-queue entries fill the ring (compaction), or, in a
+// pool large enough that the ring does not fill first, a block's count of them would wrap a
+// byte. Every pop agrees with the reference pool's.
+func TestHitBlockManyTimes(t *testing.T) {
+	for _, c := range []struct {
+		n, hashes, rounds int
+		sem               Semantics
+	}{
+		{6, 3, 700, Semantics{}},
+		{6, 3, 700, Semantics{DuplicateHits: true, UnhashedToHead: true}},
+		{200, 1, 300, Semantics{DuplicateHits: true, UnhashedToHead: true}},
+	} {
+		p, ref := newBlockPool(c.n, c.sem), newRefPool(c.n, c.sem)
+		var all []int32
+		for range c.n {
+			all = append(all, p.popFree())
+			ref.popFree()
+		}
+		for i, b := range all[:4] { // four cached blocks, the others without a hash
+			p.cache(b, testKey(uint64(i+1)))
+			ref.cache(b, uint64(i+1))
+		}
+		p.release(all)
+		ref.release(all)
+		hit := func(h uint64) {
+			b, ok := p.lookup(testKey(h))
+			rb, rok := ref.lookup(h)
+			if !ok || !rok || b != rb {
+				t.Fatalf("%+v: lookup %d = %d %v, reference %d %v", c, h, b, ok, rb, rok)
+			}
+			p.touch(b)
+			ref.touch(b)
+			p.release([]int32{b})
+			ref.release([]int32{b})
+		}
+		for round := range c.rounds {
+			hit(uint64(1 + round%c.hashes))
+		}
+		hit(2)
+		hit(1)
+		for range c.n {
+			if b, rb := p.popFree(), ref.popFree(); b != rb {
+				t.Fatalf("%+v: popped %d, reference %d", c, b, rb)
+			}
+		}
+	}
+}
+
 // TestPoolMatchesReferencePool drives the block pool and the reference pool with the same
 // random operations, on every combination of the free-queue and duplicate rules: every pop
 // and lookup agrees, and the KV events published leave exactly the reference's hashes cached.
@@ -344,18 +394,26 @@ func checkSlots(p *blockPool) error {
 		case s == slotSecond:
 			c, ok := t.get(testKey(p.hashOf(b)))
 			for ok && c != b {
-				c, ok = p.blocks[c].dup-1, p.blocks[c].dup != 0
+				c, ok = p.dupNext[c]-1, p.dupNext[c] != 0
 			}
 			if !ok {
 				return fmt.Errorf("duplicate block %d is not on its hash's chain", b)
 			}
 		case s != 0 && s != slotParked:
 			heads++
-			if got := t.block(s - 1); got != b {
-				return fmt.Errorf("block %d records position %d, which holds block %d", b, s-1, got)
+			next := int32(-1)
+			if p.dupHits {
+				next = p.dupNext[b] - 1
 			}
-			if int(s-1) < len(t.lines) && t.lines[s-1].tag&^metaMask != tagOf(p.hashOf(b)) {
-				return fmt.Errorf("block %d's slot %d has tag %x, its hash %x", b, s-1, t.lines[s-1].tag, p.hashOf(b))
+			if chained := s&slotChained != 0; chained != (next >= 0) {
+				return fmt.Errorf("block %d: chained flag %v, next duplicate %d", b, chained, next)
+			}
+			pos := slotPos(s)
+			if got := t.block(pos); got != b {
+				return fmt.Errorf("block %d records position %d, which holds block %d", b, pos, got)
+			}
+			if int(pos) < len(t.lines) && t.lines[pos].tag&^metaMask != tagOf(p.hashOf(b)) {
+				return fmt.Errorf("block %d's slot %d has tag %x, its hash %x", b, pos, t.lines[pos].tag, p.hashOf(b))
 			}
 			if c, ok := t.get(testKey(p.hashOf(b))); !ok || c != b {
 				return fmt.Errorf("lookup of block %d's hash finds %d, %v", b, c, ok)
