@@ -60,6 +60,10 @@ const (
 	slotChained = uint32(1) << 31
 )
 
+// maxBlocks bounds a pool's blocks so that every table position (at most 8 per block in
+// lines and 4 in the overflow table) stays below slotChained.
+const maxBlocks = 1 << 27
+
 // slotPos returns the table position in slot s, the slot of the table's block for a hash.
 func slotPos(s uint32) uint32 { return s&^slotChained - 1 }
 

@@ -170,6 +170,9 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	if usable <= 0 {
 		return nil, errors.New("engine: the deployment leaves no memory for KV cache")
 	}
+	if usable > maxBlocks {
+		return nil, fmt.Errorf("engine: %d KV blocks, more than the %d a replica's tables index", usable, maxBlocks)
+	}
 	r := &Replica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newBlockPool(usable, rel.Semantics),
 		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs, sem: rel.Semantics}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
