@@ -2,7 +2,7 @@
 // pages (on Linux, transparent huge pages: 2 MiB on x86-64 instead of 4 KiB).
 //
 // A simulated replica's KV block pool is a few MiB of tables read at random (block states, the
-// prefix-cache table, the free queue), and a fleet of them is tens of MiB: far more than the
+// prefix-cache table, the free queue), and a fleet of eight over 10 MiB: more than the
 // 4 KiB pages a processor's TLB maps (2,048 entries, 8 MiB, on a Zen 3 core), so many reads
 // first walk the page tables, which costs most inside a virtual machine. With 2 MiB pages the
 // TLB maps them all. Linux hands out huge pages unasked only when transparent huge pages are
