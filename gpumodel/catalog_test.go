@@ -56,6 +56,7 @@ func TestLookupModel(t *testing.T) {
 		{"Mistral-7B", "MISTRAL-7B", "Mistral-7B", nil},
 		{"Llama-2-7B", "meta-llama/Llama-2-7b-hf", "Llama-2-7B", nil},
 		{"Llama-2-70B", "llama-2-70b", "Llama-2-70B", nil},
+		{"Qwen3-14B", "Qwen/Qwen3-14B", "Qwen3-14B", nil},
 		{"Qwen3-32B", "Qwen/Qwen3-32B", "Qwen3-32B", nil},
 		{"unknown", "gpt-4", "", ErrUnknownModel},
 	}
@@ -101,6 +102,7 @@ func TestModelShapes(t *testing.T) {
 		{Mistral7B(), 131_072, 14.5},
 		{Llama2x7B(), 524_288, 13.5},
 		{Llama2x70B(), 327_680, 0},
+		{Qwen3x14B(), 163_840, 0},
 		{Qwen3x32B(), 262_144, 0},
 	}
 	for _, tc := range tests {

@@ -131,7 +131,9 @@ func (m Model) WeightBytes() int64 {
 // Sources for the presets below: the Hugging Face config.json of each model (the same
 // values BLIS ships in model_configs/*/config.json); KV bytes per token and BF16 weight
 // sizes follow from them (2 × layers × KV heads × head dim × bytes). Qwen3-32B's shapes are
-// those of Qwen/Qwen3-32B's config.json. Params are the
+// those of Qwen/Qwen3-32B's config.json; Qwen3-14B's those of Qwen/Qwen3-14B's (a copy is in
+// citsjtu2020/LLM-Prof sglang/Model_Config.md): untied embeddings, 14.8B parameters of which
+// 13.2B outside the embeddings, as its model card gives. Params are the
 // exact counts of the released checkpoints (embeddings included).
 
 // Llama31x8B returns Llama-3.1-8B (same shapes as Llama-3-8B): 32 layers, GQA 32/8.
@@ -194,6 +196,16 @@ func Llama2x70B() Model {
 		Aliases: []string{"meta-llama/Llama-2-70b-hf", "meta-llama/Llama-2-70b-chat-hf"},
 		Layers:  80, Hidden: 8192, Heads: 64, KVHeads: 8, HeadDim: 128,
 		Intermediate: 28672, Vocab: 32000, Params: 68_976_648_192, DTypeBytes: 2,
+	}
+}
+
+// Qwen3x14B returns Qwen3-14B: 40 layers, GQA 40/8, head dim 128, untied embeddings.
+func Qwen3x14B() Model {
+	return Model{
+		Name:    "Qwen3-14B",
+		Aliases: []string{"Qwen/Qwen3-14B"},
+		Layers:  40, Hidden: 5120, Heads: 40, KVHeads: 8, HeadDim: 128,
+		Intermediate: 17408, Vocab: 151936, Params: 14_768_307_200, DTypeBytes: 2,
 	}
 }
 
