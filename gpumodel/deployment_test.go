@@ -17,6 +17,7 @@ func TestDefaultBatchLimits(t *testing.T) {
 		{A100SXM40GB(), 2048, 256},
 		{A100SXM80GB(), 2048, 256}, // ≥ 70 GiB but an A100 (vLLM PR #17885)
 		{H100SXM80GB(), 8192, 1024},
+		{H100PCIe80GB(), 8192, 1024}, // 80 GB and not an A100
 		{H200SXM141GB(), 8192, 1024},
 		{L40S(), 2048, 256},
 		{L4(), 2048, 256},

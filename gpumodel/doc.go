@@ -4,7 +4,7 @@
 // standard library.
 //
 // The catalog holds value types: GPUs (A100-40GB-SXM, A100-80GB-SXM,
-// H100-SXM-80GB, H200-SXM-141GB, L40S, L4) and models (Llama-3.1-8B,
+// H100-SXM-80GB, H100-PCIe-80GB, H200-SXM-141GB, L40S, L4) and models (Llama-3.1-8B,
 // Llama-3.1-70B, Qwen2.5-7B, Mistral-7B, Llama-2-7B, Llama-2-70B, Qwen3-14B, Qwen3-32B),
 // returned by preset functions such as H100SXM80GB and found by name or alias
 // with LookupGPU and LookupModel. LoadCatalog adds a user's GPUs and models

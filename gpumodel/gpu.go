@@ -191,6 +191,25 @@ func H100SXM80GB() GPU {
 	}
 }
 
+// H100PCIe80GB returns the NVIDIA H100 PCIe 80 GB: 114 SMs and a 300–350 W card, so 756
+// TFLOP/s BF16 (1,513 FP8) dense, with 80 GB HBM2e at 2.0 TB/s, PCIe Gen5 (NVIDIA's H100
+// datasheet, whose table gives these with sparsity, twice as much; product brief
+// PB-11133-001_v02). The CUDA-visible memory is taken as the SXM part's; TP runs over PCIe
+// Gen5 (64 GB/s each way), not over the optional two-card NVLink bridge.
+func H100PCIe80GB() GPU {
+	return GPU{
+		Name:            "H100-PCIe-80GB",
+		Aliases:         []string{"h100-pcie", "h100-pcie-80gb"},
+		PeakFLOPS:       756e12,
+		PeakFP8FLOPS:    1513e12,
+		MemoryBytes:     gib(79.22),
+		MemoryBandwidth: 2.0e12,
+		LinkBandwidth:   64e9,
+		LinkLatency:     30 * time.Microsecond,
+		Efficiency:      hopperEfficiency(),
+	}
+}
+
 // H200SXM141GB returns the NVIDIA H200 SXM 141 GB: the H100 compute die (≈989 TFLOP/s
 // BF16, 1,979 FP8) with 141 GB HBM3e at 4.8 TB/s, NVLink 4.
 func H200SXM141GB() GPU {

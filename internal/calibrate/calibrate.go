@@ -49,6 +49,9 @@ type Setup struct {
 	// MaxPromptTokens clamps every sampled length, as vLLM's ShareGPT sampler drops prompts
 	// over 1024 tokens (default 1024).
 	MaxPromptTokens int `json:"max_prompt_tokens"`
+	// Random gives every request exactly InputTokens and OutputTokens, unclamped, as
+	// `vllm bench serve --dataset-name random` does at its default --random-range-ratio 0.
+	Random bool `json:"random"`
 }
 
 // Result is what `vllm bench serve` prints for the run, from the simulation.
@@ -99,11 +102,23 @@ func (s Setup) Deployment() (gpumodel.Deployment, error) {
 
 // Workload returns the request stream's configuration: single-turn synthetic-chat
 // conversations (ShareGPT's length distributions, one exchange each, as vLLM's ShareGPT
-// sampler takes the first exchange) with the setup's mean lengths.
+// sampler takes the first exchange) with the setup's mean lengths, or with exactly its
+// lengths when it is Random.
 func (s Setup) Workload() workloads.Config {
 	arrival := workloads.ArrivalConfig{Process: workloads.ProcessImmediate}
 	if s.Rate > 0 {
 		arrival = workloads.ArrivalConfig{Process: workloads.ProcessPoisson, Rate: s.Rate}
+	}
+	if s.Random {
+		return workloads.Config{
+			Workload: workloads.WorkloadConfig{
+				Kind: workloads.KindSyntheticChat, MeanTurns: 1, MaxTurns: 1, LengthDist: "constant",
+				PromptTokens: s.InputTokens, OutputTokens: s.OutputTokens,
+				MaxMessageTokens: max(s.InputTokens, s.OutputTokens),
+			},
+			Arrival:  arrival,
+			Requests: s.Prompts,
+		}
 	}
 	maxTokens := s.MaxPromptTokens
 	if maxTokens == 0 {

@@ -140,15 +140,20 @@ func mean(xs []float64) float64 {
 }
 
 // checkLengths fails when the simulated run's mean prompt or answer length is more than
-// maxLengthError from the published mean it was drawn to match.
+// maxLengthError from the published mean it was drawn to match, or is not exactly the
+// setup's length for a Random setup.
 func checkLengths(t *testing.T, p point, r Result) {
 	t.Helper()
+	tolerance := maxLengthError
+	if p.Setup.Random {
+		tolerance = 0 // every request has exactly the setup's lengths
+	}
 	for _, c := range []struct {
 		what      string
 		got, want float64
 	}{{"input", r.MeanInput, float64(p.Setup.InputTokens)}, {"output", r.MeanOutput, float64(p.Setup.OutputTokens)}} {
-		if math.Abs(c.got/c.want-1) > maxLengthError {
-			t.Errorf("%s: mean %s length %.1f tokens, want %.0f ±%.0f%%", p.Name, c.what, c.got, c.want, 100*maxLengthError)
+		if math.Abs(c.got/c.want-1) > tolerance {
+			t.Errorf("%s: mean %s length %.1f tokens, want %.0f ±%.0f%%", p.Name, c.what, c.got, c.want, 100*tolerance)
 		}
 	}
 }
