@@ -109,32 +109,21 @@ func (s Setup) Workload() workloads.Config {
 	if s.Rate > 0 {
 		arrival = workloads.ArrivalConfig{Process: workloads.ProcessPoisson, Rate: s.Rate}
 	}
+	w := workloads.WorkloadConfig{Kind: workloads.KindSyntheticChat, MeanTurns: 1, MaxTurns: 1}
 	if s.Random {
-		return workloads.Config{
-			Workload: workloads.WorkloadConfig{
-				Kind: workloads.KindSyntheticChat, MeanTurns: 1, MaxTurns: 1, LengthDist: "constant",
-				PromptTokens: s.InputTokens, OutputTokens: s.OutputTokens,
-				MaxMessageTokens: max(s.InputTokens, s.OutputTokens),
-			},
-			Arrival:  arrival,
-			Requests: s.Prompts,
+		w.LengthDist = "constant"
+		w.PromptTokens, w.OutputTokens = s.InputTokens, s.OutputTokens
+		w.MaxMessageTokens = max(s.InputTokens, s.OutputTokens)
+	} else {
+		w.MaxMessageTokens = s.MaxPromptTokens
+		if w.MaxMessageTokens == 0 {
+			w.MaxMessageTokens = 1024
 		}
+		c := float64(w.MaxMessageTokens)
+		w.PromptTokens, w.PromptSigma = unclampedMean(float64(s.InputTokens), promptSigma, c), promptSigma
+		w.OutputTokens, w.OutputSigma = unclampedMean(float64(s.OutputTokens), outputSigma, c), outputSigma
 	}
-	maxTokens := s.MaxPromptTokens
-	if maxTokens == 0 {
-		maxTokens = 1024
-	}
-	c := float64(maxTokens)
-	return workloads.Config{
-		Workload: workloads.WorkloadConfig{
-			Kind: workloads.KindSyntheticChat, MeanTurns: 1, MaxTurns: 1,
-			PromptTokens: unclampedMean(float64(s.InputTokens), promptSigma, c), PromptSigma: promptSigma,
-			OutputTokens: unclampedMean(float64(s.OutputTokens), outputSigma, c), OutputSigma: outputSigma,
-			MaxMessageTokens: maxTokens,
-		},
-		Arrival:  arrival,
-		Requests: s.Prompts,
-	}
+	return workloads.Config{Workload: w, Arrival: arrival, Requests: s.Prompts}
 }
 
 // ShareGPT's log-normal shapes, the workloads package's synthetic-chat defaults.
