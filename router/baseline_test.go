@@ -25,14 +25,22 @@ func mustNew(t *testing.T, name string, params map[string]any) router.Policy {
 	return p
 }
 
+// pick returns p's decision for req on s, numbered as a Lifecycle numbers decisions, so that
+// passing it to Routed carries what the Pick computed.
 func pick(t *testing.T, p router.Policy, req *router.Request, s *router.Snapshot) router.Decision {
 	t.Helper()
+	pickSeq++
+	s.Seq = pickSeq
 	d, err := p.Pick(req, s)
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.Seq = s.Seq
 	return d
 }
+
+// pickSeq numbers pick's decisions.
+var pickSeq uint64
 
 func TestLeastRequest(t *testing.T) {
 	s := snap(3, 1, 2)

@@ -205,7 +205,7 @@ func charRate(text string, matched int) float64 {
 }
 
 // Routed inserts the prompt for the chosen worker and trims trees when due.
-func (p *CacheAware) Routed(req *Request, endpoint string, now time.Time) {
+func (p *CacheAware) Routed(req *Request, _ Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if req.Prompt != "" {

@@ -80,11 +80,8 @@ type KVRouter struct {
 	hashes []uint64
 	run    []int
 	shared []int
-	found  []int32  // the active-block slots the last Pick's walk found, for Routed
-	last   struct { // the request p.hashes and p.run were computed for
-		req *Request
-		id  string
-	}
+	found  []int32 // the active-block slots the walk of decision seq found, for Routed
+	seq    uint64  // the decision (Snapshot.Seq) hashes, run, shared and found are for; 0: none
 	cand   []int
 	candID []int32 // interned ids of cand
 	pos    posIDs
@@ -149,7 +146,7 @@ func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
 		p.candID = append(p.candID, p.pos.id(&p.ids, i, s.Endpoints[i].ID))
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
-	p.last.req, p.last.id = req, req.ID
+	p.seq = s.Seq
 	n := p.ids.size()
 	p.run, p.shared = resize(p.run, n), resize(p.shared, n)
 	p.kv.leadingRun(p.hashes, p.run)
@@ -184,17 +181,17 @@ func (p *KVRouter) softmax() int {
 
 // Routed charges the request's uncached tokens as active prefill and its full blocks as active
 // blocks on endpoint.
-func (p *KVRouter) Routed(req *Request, endpoint string, _ time.Time) {
+func (p *KVRouter) Routed(req *Request, d Decision, endpoint string, _ time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.ids.id(endpoint)
-	if p.last.req != req || p.last.id != req.ID || int(id) >= len(p.run) { // not the request just picked
+	if d.Seq == 0 || d.Seq != p.seq || int(id) >= len(p.run) { // not this policy's decision
 		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 		p.run = resize(p.run, p.ids.size())
 		p.kv.leadingRun(p.hashes, p.run)
 		p.found = p.found[:0]
 	}
-	p.last.req = nil // events may change the cache before the next decision
+	p.seq = 0 // events may change the cache before the next decision
 	n := isl(req)
 	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.cfg.BlockSize, n)), p.hashes, p.found)
 }

@@ -104,7 +104,7 @@ func TestKVRouterDecisions(t *testing.T) {
 			obs := p.(router.Observer)
 			for i, a := range tc.active {
 				req := &router.Request{ID: string(rune('a' + i)), Model: routertest.Model, Tokens: a.tokens}
-				obs.Routed(req, a.endpoint, s.Now)
+				obs.Routed(req, router.Decision{}, a.endpoint, s.Now)
 				if a.ft {
 					p.(router.FirstTokenObserver).FirstToken(req, a.endpoint, s.Now)
 				}

@@ -110,8 +110,8 @@ func (p *LMetric) Pick(req *Request, s *Snapshot) (Decision, error) {
 
 // hashes returns the prompt's chained full-block hashes, seeded by model and adapter as the
 // AIBrix table keys blocks per model.
-func (p *LMetric) hashes(req *Request) []uint64 {
-	h, _ := p.memo.get(req, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
+func (p *LMetric) hashes(req *Request, seq uint64) []uint64 {
+	h, _ := p.memo.get(seq, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
 		return prefix.ChainHashString(dst[:0], prefix.Seed(req.Model, req.Adapter), req.Prompt, p.cfg.BlockSize, 0, false), buf, nil
 	})
 	return h
@@ -129,7 +129,7 @@ func (p *LMetric) match(req *Request, s *Snapshot, cand []int) int {
 	for _, i := range cand {
 		p.mask[p.ids.id(s.Endpoints[i].ID)] = true
 	}
-	hashes := p.hashes(req)
+	hashes := p.hashes(req, s.Seq)
 	p.store.Match(hashes, p.mask, p.blocks)
 	return len(hashes)
 }
@@ -153,12 +153,12 @@ func (p *LMetric) sweep(now time.Time) {
 
 // Routed charges the request's new tokens (its prompt minus the hit the table reports for
 // endpoint before this request) and one request to endpoint, then records its blocks there.
-func (p *LMetric) Routed(req *Request, endpoint string, now time.Time) {
+func (p *LMetric) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.ids.id(endpoint)
 	p.sweep(now)
-	hashes := p.hashes(req)
+	hashes := p.hashes(req, d.Seq)
 	p.blocks = resize(p.blocks, p.ids.size())
 	p.mask = resize(p.mask, p.ids.size())
 	clear(p.mask)

@@ -75,7 +75,7 @@ func TestLMetricDecisions(t *testing.T) {
 			s := snap(0, 0, 0)
 			for i, r := range tc.before {
 				req := &router.Request{ID: "r" + string(rune('a'+i)), Model: routertest.Model, Prompt: r.prompt}
-				obs.Routed(req, r.endpoint, s.Now)
+				obs.Routed(req, router.Decision{}, r.endpoint, s.Now)
 				if r.finished {
 					obs.Finished(req, r.endpoint, router.Usage{}, s.Now)
 				}

@@ -99,10 +99,10 @@ func (p *Pipeline) Pick(req *Request, s *Snapshot) (Decision, error) {
 }
 
 // Routed forwards to the stages that observe.
-func (p *Pipeline) Routed(req *Request, endpoint string, now time.Time) {
+func (p *Pipeline) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.eachObserver(func(o Observer) { o.Routed(req, endpoint, now) })
+	p.eachObserver(func(o Observer) { o.Routed(req, d, endpoint, now) })
 }
 
 // Finished forwards to the stages that observe.

@@ -91,10 +91,7 @@ type PreciseScorer struct {
 	ids       interner
 	kv        kvHolders // block key → entries, podsPerKey at most
 	hashes    []uint64
-	last      struct { // the request p.hashes were computed for
-		req *Request
-		id  string
-	}
+	seq       uint64 // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
 	run    []int   // per endpoint id: consecutive leading blocks held
 	candID []int32 // interned ids of the candidates scored
 	pos    posIDs
@@ -137,7 +134,7 @@ func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
 func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float64) {
 	clear(out)
 	p.expire(s.Now)
-	p.hash(req)
+	p.hash(req, s.Seq)
 	if len(p.hashes) == 0 {
 		return
 	}
@@ -152,13 +149,13 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 	}
 }
 
-// hash sets p.hashes to req's block keys, unless they are already req's.
-func (p *PreciseScorer) hash(req *Request) {
-	if p.last.req == req && p.last.id == req.ID {
+// hash sets p.hashes to req's block keys, unless decision seq already computed them.
+func (p *PreciseScorer) hash(req *Request, seq uint64) {
+	if seq != 0 && p.seq == seq {
 		return
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], preciseSalt(req), req.Tokens, p.blockSize)
-	p.last.req, p.last.id = req, req.ID
+	p.seq = seq
 }
 
 // podsPerKey is llm-d-kv-cache's defaultPodsPerKey: the endpoints kept per block key.
@@ -196,14 +193,14 @@ func (p *PreciseScorer) AllBlocksCleared(endpoint string) {
 
 // Routed adds the request's keys on endpoint as speculative entries until SpeculativeTTL
 // from now, when enabled; otherwise the view comes from KV events alone.
-func (p *PreciseScorer) Routed(req *Request, endpoint string, now time.Time) {
+func (p *PreciseScorer) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	if p.specTTL == 0 {
-		p.last.req = nil // the next decision hashes its request afresh
+		p.seq = 0 // the next decision hashes its request afresh
 		return
 	}
 	p.expire(now)
-	p.hash(req)
-	p.last.req = nil
+	p.hash(req, d.Seq)
+	p.seq = 0
 	if len(p.hashes) == 0 {
 		return // PreRequest adds nothing and sets no cache item for a request without keys
 	}

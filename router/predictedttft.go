@@ -94,9 +94,8 @@ type PredictedTTFT struct {
 	candID []int32 // interned ids of cand
 	pos    posIDs
 	pred   []float64
-	last   struct { // the last Pick's request and each endpoint id's uncached tokens and extra
-		req    *Request
-		id     string
+	last   struct { // decision seq's uncached tokens and extra per endpoint id
+		seq    uint64 // the Snapshot.Seq of the Pick that filled it; 0: none
 		tokens []int
 		extra  []time.Duration // deferredExtra: not needed by the prediction, priced by Routed from batch
 		batch  []batchArgs
@@ -115,7 +114,7 @@ type batchArgs struct {
 	own         time.Duration
 }
 
-// extra returns the extra time of endpoint id from the last Pick, pricing it if deferred.
+// extra returns the extra time of endpoint id from decision last.seq, pricing it if deferred.
 func (p *PredictedTTFT) extra(id int32) time.Duration {
 	if x := p.last.extra[id]; x != deferredExtra {
 		return x
@@ -184,7 +183,7 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 	p.last.tokens = resize(p.last.tokens, p.ids.size())
 	p.last.extra = resize(p.last.extra, p.ids.size())
 	p.last.batch = resize(p.last.batch, p.ids.size())
-	p.last.req, p.last.id = req, req.ID
+	p.last.seq = s.Seq
 	for k, i := range p.cand {
 		e, id := &s.Endpoints[i], p.candID[k]
 		cached := min(p.run[id]*p.cfg.BlockSize, n)
@@ -292,19 +291,19 @@ func (p *PredictedTTFT) endpoint(e *EndpointState, id int32) int32 {
 
 // Routed queues the request's predicted prefill on endpoint and records its blocks in the
 // routing history.
-func (p *PredictedTTFT) Routed(req *Request, endpoint string, now time.Time) {
+func (p *PredictedTTFT) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.endpoint(&EndpointState{ID: endpoint}, p.ids.id(endpoint))
 	tokens, extra := isl(req), time.Duration(0) // not picked by this policy: the whole prompt
-	picked := p.last.req == req && p.last.id == req.ID
+	picked := d.Seq != 0 && d.Seq == p.last.seq
 	if picked && int(id) < len(p.last.tokens) {
 		tokens, extra = p.last.tokens[id], p.extra(id)
 	}
 	if !picked {
 		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	}
-	p.last.req = nil
+	p.last.seq = 0
 	p.release(req.ID, now)
 	e := &p.eps[id]
 	if e.pending == 0 {

@@ -148,7 +148,7 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			obs := p.(router.Observer)
 			for i, h := range tc.history {
 				req := &router.Request{ID: "h" + string(rune('a'+i)), Model: routertest.Model, Tokens: h.tokens}
-				obs.Routed(req, h.endpoint, s.Now)
+				obs.Routed(req, router.Decision{}, h.endpoint, s.Now)
 				obs.Finished(req, h.endpoint, router.Usage{}, s.Now)
 			}
 			kv := p.(router.KVEventObserver)
@@ -159,7 +159,7 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			}
 			for i, a := range tc.active {
 				req := &router.Request{ID: "a" + string(rune('a'+i)), Model: routertest.Model, Tokens: a.tokens}
-				obs.Routed(req, a.endpoint, s.Now)
+				obs.Routed(req, router.Decision{}, a.endpoint, s.Now)
 				if a.ft {
 					p.(router.FirstTokenObserver).FirstToken(req, a.endpoint, s.Now)
 				}
@@ -189,7 +189,7 @@ func TestPredictedTTFTQueuesWhatItPicked(t *testing.T) {
 	for i := range 2 {
 		req := &router.Request{ID: string(rune('a' + i)), Model: routertest.Model, Tokens: toks(10+i, 1000)}
 		d := pick(t, p, req, s)
-		obs.Routed(req, s.Endpoints[d.Index].ID, s.Now)
+		obs.Routed(req, d, s.Endpoints[d.Index].ID, s.Now)
 		got = append(got, d.Index)
 	}
 	if got[0] == got[1] {
@@ -224,7 +224,7 @@ func TestPredictedTTFTQueuesExtraTime(t *testing.T) {
 		only := &router.Snapshot{Now: both.Now, Endpoints: both.Endpoints[i : i+1]}
 		req := &router.Request{ID: string(rune('a' + i)), Model: routertest.Model, Tokens: toks(20+i, n)}
 		d := pick(t, p, req, only)
-		obs.Routed(req, only.Endpoints[d.Index].ID, both.Now)
+		obs.Routed(req, d, only.Endpoints[d.Index].ID, both.Now)
 	}
 	req := &router.Request{ID: "new", Model: routertest.Model, Tokens: toks(30, 100)}
 	if d := pick(t, p, req, both); d.Index != 1 {

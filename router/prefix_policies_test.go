@@ -15,7 +15,7 @@ func route(t *testing.T, p router.Policy, req *router.Request, s *router.Snapsho
 	d := pick(t, p, req, s)
 	s.Endpoints[d.Index].InFlight++
 	if o, ok := p.(router.Observer); ok {
-		o.Routed(req, s.Endpoints[d.Index].ID, s.Now)
+		o.Routed(req, d, s.Endpoints[d.Index].ID, s.Now)
 	}
 	return d
 }
@@ -108,7 +108,7 @@ func TestPrefixTreeLowMatchGoesToSmallestTree(t *testing.T) {
 	s := snap(0, 0, 0)
 	// Fill endpoints 0 and 1 with text; endpoint 2 stays empty.
 	for i, n := range []int{5000, 3000} {
-		p.(router.Observer).Routed(req("fill", text(uint64(10+i), n)), s.Endpoints[i].ID, s.Now)
+		p.(router.Observer).Routed(req("fill", text(uint64(10+i), n)), router.Decision{}, s.Endpoints[i].ID, s.Now)
 	}
 	got := pick(t, p, req("new", text(99, 1000)), s)
 	if got.Index != 2 || got.Reason != router.ReasonLowMatch {

@@ -147,7 +147,7 @@ func (p *PrefixCache) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if len(p.pool) < len(p.cand) {
 		reason = ReasonImbalance
 	}
-	hashes, err := p.hashes(req)
+	hashes, err := p.hashes(req, s.Seq)
 	if err != nil {
 		return Decision{}, fmt.Errorf("router: prefix-cache: %w", err)
 	}
@@ -289,10 +289,9 @@ func (p *PrefixCache) sweep(now time.Time) {
 	}
 }
 
-// hashes returns the request's chained block hashes, reusing the last computation when Pick
-// and Routed see the same request.
-func (p *PrefixCache) hashes(req *Request) ([]uint64, error) {
-	return p.memo.get(req, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
+// hashes returns the request's chained block hashes, computed once per decision seq.
+func (p *PrefixCache) hashes(req *Request, seq uint64) ([]uint64, error) {
+	return p.memo.get(seq, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
 		var err error
 		buf = buf[:0]
 		if buf, err = p.tok.AppendBytes(buf, req.Prompt); err != nil {
@@ -303,10 +302,10 @@ func (p *PrefixCache) hashes(req *Request) ([]uint64, error) {
 }
 
 // Routed records that endpoint holds the request's whole prompt, and runs the TTL sweep when due.
-func (p *PrefixCache) Routed(req *Request, endpoint string, now time.Time) {
+func (p *PrefixCache) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	hashes, err := p.hashes(req)
+	hashes, err := p.hashes(req, d.Seq)
 	if err != nil || len(hashes) == 0 {
 		return
 	}
@@ -332,25 +331,25 @@ func (p *PrefixCache) Removed(endpoint string) {
 	}
 }
 
-// hashMemo remembers the hashes of the last request seen, so the Pick and Routed of one
-// decision hash the prompt once. Callers hold the policy's lock.
+// hashMemo keeps the hashes computed for one decision (Snapshot.Seq), so the Pick and Routed
+// of a decision hash the prompt once; seq 0 always computes afresh. Callers hold the
+// policy's lock.
 type hashMemo struct {
-	req        *Request
-	id, prompt string
-	hashes     []uint64
-	buf        []byte
+	seq    uint64
+	hashes []uint64
+	buf    []byte
 }
 
-func (m *hashMemo) get(req *Request, compute func(dst []uint64, buf []byte) ([]uint64, []byte, error)) ([]uint64, error) {
-	if m.req == req && m.id == req.ID && m.prompt == req.Prompt {
+func (m *hashMemo) get(seq uint64, compute func(dst []uint64, buf []byte) ([]uint64, []byte, error)) ([]uint64, error) {
+	if seq != 0 && m.seq == seq {
 		return m.hashes, nil
 	}
 	h, buf, err := compute(m.hashes, m.buf)
 	m.buf = buf
 	if err != nil {
-		m.req = nil
+		m.seq = 0
 		return nil, err
 	}
-	m.req, m.id, m.prompt, m.hashes = req, req.ID, req.Prompt, h
+	m.seq, m.hashes = seq, h
 	return h, nil
 }

@@ -162,7 +162,7 @@ func (p *PrefixScorer) setBlockSize(s *Snapshot, cand []int) {
 		bs = s.Endpoints[cand[0]].BlockSize
 	}
 	if bs = p.floor(bs); bs != p.blockSize {
-		p.blockSize, p.memo.req = bs, nil
+		p.blockSize, p.memo.seq = bs, 0
 	}
 }
 
@@ -178,8 +178,8 @@ func (p *PrefixScorer) maxBlocks() int {
 	return p.cfg.MaxPrefixBlocks
 }
 
-func (p *PrefixScorer) hashes(req *Request) []uint64 {
-	h, _ := p.memo.get(req, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
+func (p *PrefixScorer) hashes(req *Request, seq uint64) []uint64 {
+	h, _ := p.memo.get(seq, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
 		seed := prefix.Seed(req.Model, req.Adapter)
 		if p.cfg.Variant == PrefixScoreLLMD {
 			return hashTokens(dst[:0], seed, req.Tokens, p.blockSize, p.maxBlocks()), buf, nil
@@ -256,7 +256,7 @@ func hashTokens(dst []uint64, seed uint64, tokens []int32, blockSize, maxBlocks 
 // Score writes matched blocks / total blocks per candidate.
 func (p *PrefixScorer) Score(req *Request, s *Snapshot, cand []int, out []float64) {
 	p.setBlockSize(s, cand)
-	hashes := p.hashes(req)
+	hashes := p.hashes(req, s.Seq)
 	clear(out)
 	p.cids = p.cids[:0]
 	for _, i := range cand {
@@ -287,8 +287,8 @@ func grow[T any](b []T, n int) []T {
 // Routed adds the request's blocks to the chosen endpoint's index, creating its LRU with the
 // endpoint's num_gpu_blocks (auto-tune) or the default capacity first (makeserver: GIE v1.5.0
 // plugin.go 207–217 always falls back to 31,250; llm-d-router v0.10.0 to lruCapacityPerServer).
-func (p *PrefixScorer) Routed(req *Request, endpoint string, _ time.Time) {
-	hashes := p.hashes(req)
+func (p *PrefixScorer) Routed(req *Request, d Decision, endpoint string, _ time.Time) {
+	hashes := p.hashes(req, d.Seq)
 	if len(hashes) == 0 {
 		return
 	}

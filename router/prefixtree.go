@@ -158,7 +158,7 @@ func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if float64(hi-lo) > p.cfg.imbalance() {
 		return p.powerOfTwo(s, ReasonImbalance), nil
 	}
-	key := p.text.get(req)
+	key := p.text.get(req, s.Seq)
 	tree := p.trees.get(req.Model)
 	p.allow = p.trees.allowMask(p.allow, s, p.cand)
 	matched, holders := tree.Match(key, p.allow, p.holder[:0])
@@ -238,10 +238,10 @@ func (p *PrefixTree) powerOfTwo(s *Snapshot, reason string) Decision {
 }
 
 // Routed inserts the prompt into the chosen replica's tree and runs eviction when due.
-func (p *PrefixTree) Routed(req *Request, endpoint string, now time.Time) {
+func (p *PrefixTree) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if key := p.text.get(req); key != "" {
+	if key := p.text.get(req, d.Seq); key != "" {
 		p.trees.get(req.Model).Insert(key, p.trees.ids.id(endpoint), now.UnixNano())
 	}
 	if p.cfg.DoEviction && now.Sub(p.trees.evicted) >= p.cfg.EvictionInterval.D() {

@@ -52,25 +52,24 @@ func (p *Pipeline) TextFree() bool {
 // TextFree is true for the prefix scorer's llm-d-router variant, which hashes token ids.
 func (p *PrefixScorer) TextFree() bool { return p.cfg.Variant == PrefixScoreLLMD }
 
-// textMemo keeps the text Ray matches for the last request seen: the prompt, or the chat
+// textMemo keeps the text Ray matches for one decision (Snapshot.Seq): the prompt, or the chat
 // messages' contents concatenated with no separator (Ray's _normalize_prompt_to_string), so the
 // Pick and Routed of one decision build it once. With adapterKeys, a LoRA request's text is
 // keyed under "\x00adapter\x00" as the newest Ray does (_prefix_tree_key_prefix), and prefix is
 // that key prefix's length in bytes. Callers hold the policy's lock.
 type textMemo struct {
 	adapterKeys bool
-	req         *Request
-	id          string
+	seq         uint64
 	text        string
 	prefix      int
 	buf         strings.Builder
 }
 
-func (m *textMemo) get(req *Request) string {
-	if m.req == req && m.id == req.ID {
+func (m *textMemo) get(req *Request, seq uint64) string {
+	if seq != 0 && m.seq == seq {
 		return m.text
 	}
-	m.req, m.id, m.text, m.prefix = req, req.ID, req.Prompt, 0
+	m.seq, m.text, m.prefix = seq, req.Prompt, 0
 	keyed := m.adapterKeys && req.Adapter != ""
 	if req.Messages == nil && !keyed {
 		return m.text

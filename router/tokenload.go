@@ -161,12 +161,12 @@ func inputTokens(req *Request) int64 {
 }
 
 // Routed charges the request's uncached tokens to endpoint and records its prefix there.
-func (t *TokenLoadScorer) Routed(req *Request, endpoint string, _ time.Time) {
+func (t *TokenLoadScorer) Routed(req *Request, d Decision, endpoint string, _ time.Time) {
 	id := t.ids.id(endpoint)
 	n := inputTokens(req)
 	if t.prefix != nil {
-		n -= min(n, t.prefix.matchedTokens(req, endpoint))
-		t.prefix.add(req, endpoint)
+		n -= min(n, t.prefix.matchedTokens(req, d.Seq, endpoint))
+		t.prefix.add(req, d.Seq, endpoint)
 	}
 	t.load.add(req.ID, id, n, nil, nil)
 }
@@ -252,8 +252,8 @@ func newApproxPrefix(block, capacity int) (*approxPrefix, error) {
 
 // hashes returns the request's block hashes: token blocks when token ids are known, else
 // chunks of block × 4 characters; the trailing partial block included.
-func (a *approxPrefix) hashes(req *Request) []uint64 {
-	h, _ := a.memo.get(req, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
+func (a *approxPrefix) hashes(req *Request, seq uint64) []uint64 {
+	h, _ := a.memo.get(seq, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
 		seed := prefix.Seed(req.Model, req.Adapter)
 		if len(req.Tokens) > 0 {
 			buf = tokenize.AppendTokenBytes(buf[:0], req.Tokens)
@@ -267,7 +267,7 @@ func (a *approxPrefix) hashes(req *Request) []uint64 {
 // scores writes matched blocks / request blocks per candidate.
 func (a *approxPrefix) scores(req *Request, s *Snapshot, cand []int, out []float64) {
 	clear(out)
-	hs := a.hashes(req)
+	hs := a.hashes(req, s.Seq)
 	if len(hs) == 0 {
 		return
 	}
@@ -281,9 +281,9 @@ func (a *approxPrefix) scores(req *Request, s *Snapshot, cand []int, out []float
 }
 
 // matchedTokens is how many of the request's tokens endpoint holds, in whole blocks.
-func (a *approxPrefix) matchedTokens(req *Request, endpoint string) int64 {
+func (a *approxPrefix) matchedTokens(req *Request, seq uint64, endpoint string) int64 {
 	id, ok := a.ids.lookup(endpoint)
-	hs := a.hashes(req)
+	hs := a.hashes(req, seq)
 	if !ok || len(hs) == 0 {
 		return 0
 	}
@@ -293,8 +293,8 @@ func (a *approxPrefix) matchedTokens(req *Request, endpoint string) int64 {
 }
 
 // add records the request's blocks on endpoint.
-func (a *approxPrefix) add(req *Request, endpoint string) {
-	if hs := a.hashes(req); len(hs) > 0 {
+func (a *approxPrefix) add(req *Request, seq uint64, endpoint string) {
+	if hs := a.hashes(req, seq); len(hs) > 0 {
 		a.index.Add(hs, a.ids.id(endpoint))
 	}
 }

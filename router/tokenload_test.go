@@ -59,12 +59,12 @@ func TestTokenLoadDecisions(t *testing.T) {
 			s := snap(0, 0, 0)
 			for i, a := range tc.done {
 				req := &router.Request{ID: "d" + string(rune('a'+i)), Model: routertest.Model, Tokens: a.tokens}
-				obs.Routed(req, a.endpoint, s.Now)
+				obs.Routed(req, router.Decision{}, a.endpoint, s.Now)
 				obs.Finished(req, a.endpoint, router.Usage{}, s.Now)
 			}
 			for i, a := range tc.active {
 				req := &router.Request{ID: "a" + string(rune('a'+i)), Model: routertest.Model, Tokens: a.tokens}
-				obs.Routed(req, a.endpoint, s.Now)
+				obs.Routed(req, router.Decision{}, a.endpoint, s.Now)
 				if a.ft {
 					ft.FirstToken(req, a.endpoint, s.Now)
 				}

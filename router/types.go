@@ -87,6 +87,11 @@ type Snapshot struct {
 	Now time.Time
 	// Endpoints is the pool, in a stable order; Decision.Index points into it.
 	Endpoints []EndpointState
+	// Seq numbers the decision the snapshot is built for: unique and above 0 among one
+	// Lifecycle's decisions, and handed back to Observer.Routed in Decision.Seq, so that a
+	// policy can carry what it computed at Pick to Routed. 0 when the caller is not a
+	// Lifecycle: the policy then computes afresh at Routed.
+	Seq uint64
 }
 
 // Decision is a policy's choice.
@@ -96,6 +101,8 @@ type Decision struct {
 	// Reason names the branch of the algorithm that made the choice (see the Reason constants),
 	// for metrics and reports.
 	Reason string
+	// Seq is the Snapshot.Seq of the decision, set by the Lifecycle (policies leave it 0).
+	Seq uint64
 }
 
 // Usage is what a finished request consumed, as the model server reported it.
@@ -119,10 +126,14 @@ type Policy interface {
 	Pick(req *Request, s *Snapshot) (Decision, error)
 }
 
-// Observer is implemented by policies that learn from their own decisions.
+// Observer is implemented by policies that learn from their own decisions. A Lifecycle makes
+// every call: Routed right after the Pick that returned d, with no other call of the policy
+// in between.
 type Observer interface {
-	// Routed reports that req was sent to endpoint at now.
-	Routed(req *Request, endpoint string, now time.Time)
+	// Routed reports that req was sent to endpoint at now by decision d. When d.Seq is not 0
+	// it is the Snapshot.Seq of the Pick that returned d, so what that Pick computed for req
+	// is still valid.
+	Routed(req *Request, d Decision, endpoint string, now time.Time)
 	// Finished reports that req ended on endpoint with usage u. It is idempotent: a second
 	// call for the same request ID, or one for a request never routed, has no effect.
 	Finished(req *Request, endpoint string, u Usage, now time.Time)
@@ -146,8 +157,8 @@ type KVEventObserver interface {
 // FirstTokenObserver is implemented by policies that track a request's prompt-side load only
 // until its first token comes back, as NVIDIA Dynamo's KV router releases a request's prefill
 // tokens when the first response reaches the frontend (ai-dynamo/dynamo
-// lib/kv-router/src/sequences: release_prompt_load). Callers that see first tokens (the
-// simulator) report them; the policy falls back to Observer.Finished otherwise.
+// lib/kv-router/src/sequences: release_prompt_load). The Lifecycle reports each attempt's
+// first token once, before its Finished.
 type FirstTokenObserver interface {
 	// FirstToken reports that req's first token came back from endpoint at now.
 	FirstToken(req *Request, endpoint string, now time.Time)

@@ -177,7 +177,7 @@ func runCase(t *testing.T, p router.Policy, tc upstreamCase) string {
 		case ev.Request != nil && obs != nil:
 			r := ev.Request.request()
 			routed[r.ID] = r
-			obs.Routed(r, ev.To, now)
+			obs.Routed(r, router.Decision{}, ev.To, now)
 		case ev.Finished != "" && obs != nil:
 			obs.Finished(routed[ev.Finished], ev.To, ev.Usage, now)
 		case len(ev.Stored)+len(ev.Removed)+len(ev.StoredTokens) > 0 && kv != nil:

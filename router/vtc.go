@@ -155,7 +155,7 @@ func (p *VTC) Pick(req *Request, s *Snapshot) (Decision, error) {
 }
 
 // Routed charges the tenant: AIBrix's estimates, or the prompt under real-usage.
-func (p *VTC) Routed(req *Request, _ string, now time.Time) {
+func (p *VTC) Routed(req *Request, _ Decision, _ string, now time.Time) {
 	if req.Tenant == "" {
 		return
 	}

@@ -15,8 +15,8 @@ func TestVTCSeparatesHeavyAndLightTenants(t *testing.T) {
 	now := routertest.Epoch
 	light := &router.Request{ID: "a1", Model: routertest.Model, Tenant: "light", InputTokens: 1000}
 	heavy := &router.Request{ID: "b1", Model: routertest.Model, Tenant: "heavy", InputTokens: 5000}
-	obs.Routed(light, "ep-0", now)
-	obs.Routed(heavy, "ep-0", now)
+	obs.Routed(light, router.Decision{}, "ep-0", now)
+	obs.Routed(heavy, router.Decision{}, "ep-0", now)
 	// bucket = max(1000, (1000+5000)/2) = 3000: light → 0.33 → endpoint 0; heavy → 1.67 → endpoint 2.
 	for range 20 {
 		if got := pick(t, p, light, s); got.Index != 0 || got.Reason != router.ReasonFairness {
@@ -45,9 +45,9 @@ func TestVTCChargesOutputOncePerRequest(t *testing.T) {
 	s := snap(0, 0, 0, 0, 0)
 	now := routertest.Epoch
 	ref := &router.Request{ID: "d", Model: routertest.Model, Tenant: "ref", InputTokens: 1000}
-	obs.Routed(ref, "ep-0", now)
+	obs.Routed(ref, router.Decision{}, "ep-0", now)
 	c := &router.Request{ID: "c", Model: routertest.Model, Tenant: "c", InputTokens: 1}
-	obs.Routed(c, "ep-0", now)
+	obs.Routed(c, router.Decision{}, "ep-0", now)
 	obs.Finished(c, "ep-0", router.Usage{CompletionTokens: 1000}, now)
 	obs.Finished(c, "ep-0", router.Usage{CompletionTokens: 1000}, now) // duplicate: ignored
 	// c = 1 + 2×1000 = 2001, ref = 1000: bucket 1500.5, c → 1.33 → endpoint 1.

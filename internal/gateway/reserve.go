@@ -51,7 +51,7 @@ func (g *Gateway) reserve(st *state, req *router.Request, exclude []*backend, no
 	b.inflightGauge.Inc()
 	g.inFlight.Add(1)
 	if st.observer != nil {
-		st.observer.Routed(req, b.id, now)
+		st.observer.Routed(req, d, b.id, now)
 	}
 	return &reservation{g: g, st: st, b: b, req: req, decision: d, tokens: tokens}, nil
 }

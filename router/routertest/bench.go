@@ -9,41 +9,36 @@ import (
 	"kvroute/router/prefix"
 )
 
-// BenchPick measures one decision of p on s plus its Routed bookkeeping (and a Finished for
-// the request routed half a pool earlier, keeping loads steady), on a policy warmed by four
-// passes over reqs. A policy that reads KV events gets the routed prompt's 16-token blocks
-// as stored on its endpoint, outside the timer (an engine's events arrive apart from
-// decisions). router's BenchmarkPick and sim/cluster's BenchmarkPredictedTTFTPick use it.
+// BenchPick measures one decision of p on s's endpoints through a Lifecycle (Pick plus its
+// Routed bookkeeping) and the Finished of the request decided half a pool earlier, keeping
+// loads steady, on a policy warmed by four passes over reqs. A policy that reads KV events
+// gets the routed prompt's 16-token blocks as stored on its endpoint, outside the timer (an
+// engine's events arrive apart from decisions). router's BenchmarkPick and sim/cluster's
+// BenchmarkPredictedTTFTPick use it.
 func BenchPick(b *testing.B, p router.Policy, s *router.Snapshot, reqs []router.Request) {
-	obs, _ := p.(router.Observer)
 	kv, _ := p.(router.KVEventObserver)
-	where := make([]int, len(reqs))
+	l, err := router.NewLifecycle(p, s.Endpoints, router.LifecycleConfig{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	tickets := make([]router.Ticket, len(reqs))
 	step := func(k int) {
-		r := &reqs[k%len(reqs)]
-		d, err := p.Pick(r, s)
-		if err != nil {
-			b.Fatal(err)
+		j := (k + len(reqs)/2) % len(reqs)
+		if k >= len(reqs)/2 {
+			tickets[j].Finish(router.Usage{CompletionTokens: 100}, s.Now)
 		}
-		e := &s.Endpoints[d.Index]
-		e.InFlight++
-		if obs != nil {
-			obs.Routed(r, e.ID, s.Now)
+		t, r := &tickets[k%len(reqs)], &reqs[k%len(reqs)]
+		t.Finish(router.Usage{}, s.Now) // a pool smaller than half of reqs: ended already
+		if err := l.Decide(t, r, s.Now); err != nil {
+			b.Fatal(err)
 		}
 		if kv != nil {
 			b.StopTimer()
 			for _, h := range prefix.AppendTokenBlockHashes(nil, prefix.ModelSalt(r.Model), r.Tokens, 16) {
-				kv.BlockStored(e.ID, h)
+				kv.BlockStored(t.Endpoint(), h)
 			}
 			b.StartTimer()
 		}
-		j := (k + len(reqs)/2) % len(reqs)
-		if k >= len(reqs)/2 {
-			s.Endpoints[where[j]].InFlight--
-			if obs != nil {
-				obs.Finished(&reqs[j], s.Endpoints[where[j]].ID, router.Usage{CompletionTokens: 100}, s.Now)
-			}
-		}
-		where[k%len(reqs)] = d.Index
 	}
 	for k := range 4 * len(reqs) { // warm the indexes
 		step(k)

@@ -36,39 +36,42 @@ func mixedPool() *router.Snapshot {
 	return &router.Snapshot{Now: Epoch, Endpoints: eps}
 }
 
-// Drive runs reqs through p on s, maintaining in-flight counters and scraped counts as a
-// caller would: each request is routed, and every third earlier request finishes. It returns
-// the decisions, failing the test on any error.
+// Drive runs reqs through p on s's endpoints by a Lifecycle, as a caller would: each request
+// is decided, its first token comes back, and every third earlier request finishes; each
+// endpoint's scraped Running follows its in-flight count. It returns the decisions (Seq
+// cleared), failing the test on any error.
 func Drive(t testing.TB, p router.Policy, s *router.Snapshot, reqs []router.Request) []router.Decision {
 	t.Helper()
-	obs, _ := p.(router.Observer)
+	l, err := router.NewLifecycle(p, s.Endpoints, router.LifecycleConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out []router.Decision
-	where := make([]int, len(reqs))
+	tickets := make([]router.Ticket, len(reqs))
+	now := s.Now
 	for k := range reqs {
-		s.Now = s.Now.Add(50 * time.Millisecond)
-		d, err := p.Pick(&reqs[k], s)
-		if err != nil {
+		now = now.Add(50 * time.Millisecond)
+		l.Update(followInFlight)
+		if err := l.Decide(&tickets[k], &reqs[k], now); err != nil {
 			t.Fatalf("request %d: %v", k, err)
 		}
+		tickets[k].FirstToken(now)
+		d := tickets[k].Decision()
+		d.Seq = 0
 		out = append(out, d)
-		where[k] = d.Index
-		e := &s.Endpoints[d.Index]
-		e.InFlight++
-		e.Running = e.InFlight
-		if obs != nil {
-			obs.Routed(&reqs[k], e.ID, s.Now)
-		}
 		if k%3 == 2 {
 			j := k - 2
-			f := &s.Endpoints[where[j]]
-			f.InFlight--
-			f.Running = f.InFlight
-			if obs != nil {
-				obs.Finished(&reqs[j], f.ID, router.Usage{PromptTokens: reqs[j].InputTokens, CompletionTokens: 20}, s.Now)
-			}
+			tickets[j].Finish(router.Usage{PromptTokens: reqs[j].InputTokens, CompletionTokens: 20}, now)
 		}
 	}
 	return out
+}
+
+// followInFlight sets each endpoint's scraped Running to the router's in-flight count.
+func followInFlight(eps []router.EndpointState) {
+	for i := range eps {
+		eps[i].Running = eps[i].InFlight
+	}
 }
 
 func testPicksEligible(t *testing.T, p router.Policy) {
@@ -132,31 +135,48 @@ func testNoMutation(t *testing.T, p router.Policy) {
 	}
 }
 
+// testConcurrent drives one lifecycle from 8 goroutines, with first tokens, repeated ends,
+// ejections and re-admissions, while KV events reach the policy from a ninth, as they do in
+// the proxy.
 func testConcurrent(t *testing.T, p router.Policy) {
-	obs, _ := p.(router.Observer)
 	reqs := Stream(13, 800, Model)
+	l, err := router.NewLifecycle(p, mixedPool().Endpoints, router.LifecycleConfig{MaxRetries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	errs := make(chan error, 8)
 	for g := range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s := mixedPool() // each caller builds its own snapshot, as the proxy does
+			var tk router.Ticket
 			for k := g; k < len(reqs); k += 8 {
-				d, err := p.Pick(&reqs[k], s)
-				if err != nil {
+				if err := l.Decide(&tk, &reqs[k], Epoch); err != nil {
 					errs <- fmt.Errorf("goroutine %d request %d: %w", g, k, err)
 					return
 				}
-				if obs == nil {
-					continue
+				tk.FirstToken(Epoch)
+				if k%5 == 0 {
+					_ = tk.Retry(Epoch) // another endpoint, or the end of the ticket
 				}
-				id := s.Endpoints[d.Index].ID
-				obs.Routed(&reqs[k], id, s.Now)
-				obs.Finished(&reqs[k], id, router.Usage{CompletionTokens: 5}, s.Now)
-				obs.Finished(&reqs[k], id, router.Usage{CompletionTokens: 5}, s.Now) // idempotent
+				tk.Finish(router.Usage{CompletionTokens: 5}, Epoch)
+				tk.Finish(router.Usage{CompletionTokens: 5}, Epoch) // idempotent
 				if k%97 == 0 {
-					obs.Removed("ep-5")
+					l.Eject("ep-5")
+					l.Readmit("ep-5")
+				}
+			}
+		}()
+	}
+	if kv, ok := p.(router.KVEventObserver); ok {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 400 {
+				kv.BlockStored(fmt.Sprintf("ep-%d", k%6), uint64(k))
+				if k%7 == 0 {
+					kv.BlockRemoved(fmt.Sprintf("ep-%d", k%6), uint64(k-3))
 				}
 			}
 		}()
@@ -165,5 +185,10 @@ func testConcurrent(t *testing.T, p router.Policy) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+	for _, e := range l.Endpoints() {
+		if e.InFlight != 0 || e.InFlightTokens != 0 {
+			t.Errorf("%s: %d requests, %d tokens still in flight after every request finished", e.ID, e.InFlight, e.InFlightTokens)
+		}
 	}
 }

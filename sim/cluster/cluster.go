@@ -34,7 +34,8 @@ var Epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 type Sim struct {
 	cfg    Config
 	k      *sim.Kernel
-	rt     []*routerInst // router replicas; rt[0]'s snapshot names the endpoints
+	rt     []*routerInst // router replicas
+	ids    []string      // the endpoints' ids, by replica
 	stream *workloads.Stream
 	sink   Sink
 	reps   []*engine.Replica
@@ -50,13 +51,17 @@ type Sim struct {
 	ended     int
 	rec       results.Record      // the record handed to the sink, reused
 	spare     spares.List[flight] // ended flights, for newFlight
+	scraped   []engine.Metrics    // scrape's scratch: each replica's metrics
+	scrapedAt time.Time
+	scrapeFn  func([]router.EndpointState) // s.applyScrape, bound once
 }
 
 // flight is one request's journey through the router and the fleet.
 type flight struct {
-	wreq workloads.Request
-	rreq router.Request
-	ereq engine.Request
+	wreq   workloads.Request
+	rreq   router.Request
+	ereq   engine.Request
+	ticket router.Ticket // its claim on an endpoint, through its router's lifecycle
 	journey
 }
 
@@ -72,14 +77,13 @@ type journey struct {
 	cached      int
 }
 
-// routerInst is one router replica: its policy and its own view of the fleet (scraped fields
-// shared, in-flight counters its own).
+// routerInst is one router replica: the lifecycle of the requests it routes, with its own
+// view of the fleet (scraped fields shared, in-flight counters its own), and its policy's KV
+// event observer, if any.
 type routerInst struct {
-	policy router.Policy
-	obs    router.Observer
-	kv     router.KVEventObserver
-	ft     router.FirstTokenObserver
-	snap   router.Snapshot
+	lc *router.Lifecycle
+	kv router.KVEventObserver
+	ft bool // the policy hears first tokens
 }
 
 // New returns a simulation of cfg's fleet routed by policy, fed by stream: one router.
@@ -103,18 +107,18 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 		return nil, fmt.Errorf("cluster: %d policies for %d routers", len(policies), cfg.Routers.count())
 	}
 	s := &Sim{cfg: cfg, k: sim.NewKernel(), stream: stream, sink: sink, arrivalAt: sim.Never}
-	for _, p := range policies {
-		ri := &routerInst{policy: p}
-		ri.obs, _ = p.(router.Observer)
+	s.arrivalFn, s.tickFn, s.scrapeFn = s.onArrival, s.tick, s.applyScrape
+	for _, p := range policies { // before the replicas: their hooks ask who reads KV events
+		ri := &routerInst{}
 		ri.kv, _ = p.(router.KVEventObserver)
-		ri.ft, _ = p.(router.FirstTokenObserver)
+		_, ri.ft = p.(router.FirstTokenObserver)
 		s.rt = append(s.rt, ri)
 	}
-	s.arrivalFn, s.tickFn = s.onArrival, s.tick
 	s.salt = prefix.ModelSalt(cfg.Model) // the routers' salt: their keys are the engine's
 	// One hash memo for the fleet: a conversation's next turn reuses its history's block
 	// hashes whichever replica it lands on.
 	memo := engine.NewHashMemo(256 * len(cfg.Replicas))
+	var eps []router.EndpointState
 	for i, rc := range cfg.Replicas {
 		rc.Memo = memo
 		rep, err := engine.New(s.k, rc, s.hooks(i))
@@ -127,26 +131,37 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 		if err != nil {
 			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
 		}
-		for _, ri := range s.rt {
-			ri.snap.Endpoints = append(ri.snap.Endpoints, router.EndpointState{
-				ID: fmt.Sprintf("replica-%d", i), Ready: true, Models: []string{cfg.Model},
-				NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
-			})
+		s.ids = append(s.ids, EndpointID(i))
+		eps = append(eps, router.EndpointState{
+			ID: s.ids[i], Ready: true, Models: []string{cfg.Model},
+			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
+		})
+	}
+	lcfg := router.LifecycleConfig{MaxRetries: cfg.MaxRetries}
+	for k, p := range policies {
+		lc, err := router.NewLifecycle(p, eps, lcfg)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
 		}
+		s.rt[k].lc = lc
 	}
 	return s, nil
 }
+
+// EndpointID is the id replica i is known by to the routers: "replica-<i>". The emulator
+// names its replicas the same way, and cmd/route takes them as the backends' names.
+func EndpointID(i int) string { return fmt.Sprintf("replica-%d", i) }
 
 func (s *Sim) hooks(i int) engine.Hooks {
 	h := engine.Hooks{
 		FirstToken: func(r *engine.Request, at sim.Time) {
 			f := r.Tag.(*flight)
 			f.firstToken = at + sim.Time(s.cfg.NetworkDelay)
-			if ft := s.rt[f.router].ft; ft != nil {
-				s.firstToken(ft, i, f, at)
+			if s.rt[f.router].ft {
+				s.firstTokenBack(f, at)
 			}
 		},
-		Done: func(res engine.Result) { s.replicaDone(i, res) },
+		Done: s.replicaDone,
 	}
 	if s.readsEvents() {
 		h.KV = func(ev engine.KVEvent) { s.kvEvent(i, ev) }
@@ -161,8 +176,8 @@ func (s *Sim) hooks(i int) engine.Hooks {
 	return h
 }
 
-// Endpoints returns the router's current view of the fleet.
-func (s *Sim) Endpoints() []router.EndpointState { return s.rt[0].snap.Endpoints }
+// Endpoints returns the first router's current view of the fleet, a copy.
+func (s *Sim) Endpoints() []router.EndpointState { return s.rt[0].lc.Endpoints() }
 
 func (s *Sim) readsEvents() bool {
 	for _, ri := range s.rt {
@@ -263,15 +278,15 @@ func (s *Sim) newFlight(w *workloads.Request, now sim.Time) *flight {
 	return f
 }
 
-// firstToken tells a policy that tracks prompt load that f's first token, produced by
-// replica i at at, reached the router that routed f (after the network delay).
-func (s *Sim) firstToken(ft router.FirstTokenObserver, i int, f *flight, at sim.Time) {
-	id := s.rt[0].snap.Endpoints[i].ID
+// firstTokenBack reports f's first token, produced at at, to the lifecycle of the router
+// that routed f once it gets there (after the network delay). It is scheduled before the
+// answer it precedes, and the kernel runs ties in order.
+func (s *Sim) firstTokenBack(f *flight, at sim.Time) {
 	if s.cfg.NetworkDelay == 0 {
-		ft.FirstToken(&f.rreq, id, s.wall(at))
+		f.ticket.FirstToken(s.wall(at))
 		return
 	}
-	s.k.Schedule(at+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { ft.FirstToken(&f.rreq, id, s.wall(now)) })
+	s.k.Schedule(at+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { f.ticket.FirstToken(s.wall(now)) })
 }
 
 // kvEvent forwards replica i's KV event to every router whose policy reads the caches,
@@ -286,7 +301,7 @@ func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
 }
 
 func (s *Sim) deliver(i int, ev engine.KVEvent) {
-	id := s.rt[0].snap.Endpoints[i].ID
+	id := s.ids[i]
 	for _, ri := range s.rt {
 		if ri.kv != nil {
 			applyKV(ri.kv, id, ev)

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"hash/fnv"
 
 	"kvroute/results"
@@ -10,27 +11,31 @@ import (
 	"kvroute/workloads"
 )
 
-// dispatch routes f at now and sends it to the chosen replica after the network delay.
+// dispatch routes f at now through its router's lifecycle and sends it to the chosen
+// replica.
 func (s *Sim) dispatch(f *flight, now sim.Time) {
+	s.refresh(now)
+	f.router = s.routerFor(&f.wreq)
+	if err := s.rt[f.router].lc.Decide(&f.ticket, &f.rreq, s.wall(now)); err != nil {
+		s.finish(f, now, results.StatusRejected, err.Error())
+		return
+	}
+	s.send(f, now)
+}
+
+// refresh brings the routers' scraped view up to now: starts the periodic scrape, or
+// scrapes at every decision when the interval is 0.
+func (s *Sim) refresh(now sim.Time) {
 	s.ensureScraping(now)
 	if s.cfg.MetricsInterval == 0 {
 		s.scrape(now)
 	}
-	f.router = s.routerFor(&f.wreq)
-	ri := s.rt[f.router]
-	ri.snap.Now = s.wall(now)
-	d, err := ri.policy.Pick(&f.rreq, &ri.snap)
-	if err != nil {
-		s.finish(f, now, results.StatusRejected, err.Error())
-		return
-	}
+}
+
+// send submits f to the replica its ticket names, after the network delay.
+func (s *Sim) send(f *flight, now sim.Time) {
+	d := f.ticket.Decision()
 	f.endpoint, f.reason = d.Index, d.Reason
-	e := &ri.snap.Endpoints[d.Index]
-	e.InFlight++
-	e.InFlightTokens += f.rreq.InputTokens + f.rreq.MaxOutputTokens
-	if ri.obs != nil {
-		ri.obs.Routed(&f.rreq, e.ID, ri.snap.Now)
-	}
 	rep := s.reps[d.Index]
 	if s.cfg.NetworkDelay == 0 {
 		rep.Submit(&f.ereq)
@@ -40,40 +45,49 @@ func (s *Sim) dispatch(f *flight, now sim.Time) {
 }
 
 // replicaDone handles a replica's result, after the network delay back to the router.
-func (s *Sim) replicaDone(i int, res engine.Result) {
+func (s *Sim) replicaDone(res engine.Result) {
 	f := res.Request.Tag.(*flight)
 	f.preemptions += res.Preemptions
 	if res.Status == engine.Completed {
 		f.cached = res.CachedTokens
 	}
 	if s.cfg.NetworkDelay == 0 {
-		s.answered(i, f, res, res.Finish)
+		s.answered(f, res, res.Finish)
 		return
 	}
-	s.k.Schedule(res.Finish+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { s.answered(i, f, res, now) })
+	s.k.Schedule(res.Finish+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { s.answered(f, res, now) })
 }
 
-// answered releases the router's accounting for f's attempt on replica i and ends or retries f.
-func (s *Sim) answered(i int, f *flight, res engine.Result, now sim.Time) {
-	ri := s.rt[f.router]
-	e := &ri.snap.Endpoints[i]
-	e.InFlight--
-	e.InFlightTokens -= f.rreq.InputTokens + f.rreq.MaxOutputTokens
-	if ri.obs != nil {
-		u := router.Usage{PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens, CompletionTokens: res.OutputTokens}
-		ri.obs.Finished(&f.rreq, e.ID, u, s.wall(now))
+// answered ends f's attempt on its replica through its ticket: a completed or rejected
+// request finishes; one aborted by a replica failure, which no byte of had reached the
+// client (the simulated client reads whole answers), is retried under the failure rule.
+func (s *Sim) answered(f *flight, res engine.Result, now sim.Time) {
+	if res.Status == engine.Aborted {
+		s.retry(f, now)
+		return
 	}
-	switch {
-	case res.Status == engine.Completed:
+	u := router.Usage{PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens, CompletionTokens: res.OutputTokens}
+	f.ticket.Finish(u, s.wall(now))
+	if res.Status == engine.Completed {
 		s.finish(f, now, results.StatusCompleted, "")
-	case res.Status == engine.Aborted && f.retries < s.cfg.MaxRetries:
-		f.retries++
+		return
+	}
+	s.finish(f, now, results.StatusRejected, "prompt and output exceed the replica's KV cache")
+}
+
+// retry tries f on another replica, or ends it when the failure rule says no more.
+func (s *Sim) retry(f *flight, now sim.Time) {
+	s.refresh(now)
+	err := f.ticket.Retry(s.wall(now))
+	switch {
+	case err == nil:
+		f.retries = f.ticket.Retries()
 		f.firstToken = 0
-		s.dispatch(f, now)
-	case res.Status == engine.Aborted:
+		s.send(f, now)
+	case errors.Is(err, router.ErrRetriesExhausted):
 		s.finish(f, now, results.StatusFailed, "replica failed; retries exhausted")
 	default:
-		s.finish(f, now, results.StatusRejected, "prompt and output exceed the replica's KV cache")
+		s.finish(f, now, results.StatusRejected, err.Error())
 	}
 }
 
@@ -87,7 +101,7 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 		PromptTokens: len(f.wreq.Tokens), Preemptions: f.preemptions, Retries: f.retries,
 	}
 	if f.reason != "" {
-		rec.Endpoint = s.rt[0].snap.Endpoints[f.endpoint].ID
+		rec.Endpoint = s.ids[f.endpoint]
 	}
 	if st == results.StatusCompleted {
 		rec.FirstToken, rec.CachedTokens, rec.OutputTokens = f.firstToken.Duration(), f.cached, f.wreq.OutputTokens
@@ -103,8 +117,7 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 // recycle keeps ended flight f for newFlight. Nothing reads it any more: the replica that
 // ran it dropped its engine.Request when its Done hook returned (engine's Replica.recycle),
 // no event holding it is pending (a delayed first token is scheduled before the answer it
-// precedes, and the kernel runs ties in order), and the policies that remember their last
-// router.Request check its ID as well as its address.
+// precedes, and the kernel runs ties in order), and its ticket has ended.
 func (s *Sim) recycle(f *flight) {
 	s.spare.Put(f)
 }
@@ -129,33 +142,41 @@ func (s *Sim) tick(now sim.Time) {
 	s.k.Schedule(now+sim.Time(s.cfg.MetricsInterval), -2, s.tickFn)
 }
 
-// scrape copies each replica's metrics into the router's view.
+// scrape copies each replica's metrics into every router's view.
 func (s *Sim) scrape(now sim.Time) {
-	t := s.wall(now)
-	for i, rep := range s.reps {
-		m := rep.Metrics()
-		for _, ri := range s.rt {
-			e := &ri.snap.Endpoints[i]
-			e.Running, e.Waiting, e.KVUsage, e.NumGPUBlocks, e.UpdatedAt = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, t
-		}
+	s.scraped = s.scraped[:0]
+	for _, rep := range s.reps {
+		s.scraped = append(s.scraped, rep.Metrics())
+	}
+	s.scrapedAt = s.wall(now)
+	for _, ri := range s.rt {
+		ri.lc.Update(s.scrapeFn)
 	}
 }
 
+// applyScrape sets the scraped fields of eps from the last scrape.
+func (s *Sim) applyScrape(eps []router.EndpointState) {
+	for i, m := range s.scraped {
+		e := &eps[i]
+		e.Running, e.Waiting, e.KVUsage, e.NumGPUBlocks, e.UpdatedAt = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, s.scrapedAt
+	}
+}
+
+// fail stops replica i; every router ejects it at once (its health checks fail).
 func (s *Sim) fail(i int) {
 	for _, ri := range s.rt {
-		ri.snap.Endpoints[i].Ready = false // health checks eject it
-		if ri.obs != nil {
-			ri.obs.Removed(ri.snap.Endpoints[i].ID)
-		}
+		ri.lc.Eject(s.ids[i])
 	}
 	s.reps[i].Fail()
 }
 
+// recover restarts replica i; every router re-admits it, its scraped view as of now.
 func (s *Sim) recover(i int, now sim.Time) {
 	s.reps[i].Recover()
+	t := s.wall(now)
 	for _, ri := range s.rt {
-		ri.snap.Endpoints[i].Ready = true
-		ri.snap.Endpoints[i].UpdatedAt = s.wall(now)
+		ri.lc.Readmit(s.ids[i])
+		ri.lc.Update(func(eps []router.EndpointState) { eps[i].UpdatedAt = t })
 	}
 }
 
