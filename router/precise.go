@@ -91,10 +91,10 @@ type PreciseScorer struct {
 	ids       interner
 	kv        kvHolders // block key → entries, podsPerKey at most
 	hashes    []uint64
-	seq       uint64 // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
-	run    []int   // per endpoint id: consecutive leading blocks held
-	candID []int32 // interned ids of the candidates scored
-	pos    posIDs
+	seq       uint64  // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
+	run       []int   // per endpoint id: consecutive leading blocks held
+	candID    []int32 // interned ids of the candidates scored
+	pos       posIDs
 
 	specTTL time.Duration // 0: no speculative entries
 	spec    []specBatch   // speculative entries not yet expired, oldest first
