@@ -41,19 +41,20 @@ type Sim struct {
 	reps   []*engine.Replica
 	salt   uint64
 
-	arrivalEv sim.EventID
-	arrivalAt sim.Time
-	arrivalFn func(sim.Time) // s.onArrival and s.tick, bound once
-	tickFn    func(sim.Time)
-	scraping  bool
-	active    int // requests taken from the stream and not yet terminal
-	taken     int
-	ended     int
-	rec       results.Record      // the record handed to the sink, reused
-	spare     spares.List[flight] // ended flights, for newFlight
-	scraped   []engine.Metrics    // scrape's scratch: each replica's metrics
-	scrapedAt time.Time
-	scrapeFn  func([]router.EndpointState) // s.applyScrape, bound once
+	arrivalEv     sim.EventID
+	arrivalAt     sim.Time
+	arrivalFn     func(sim.Time) // s.onArrival and s.tick, bound once
+	tickFn        func(sim.Time)
+	scraping      bool
+	active        int // requests taken from the stream and not yet terminal
+	taken         int
+	ended         int
+	rec           results.Record      // the record handed to the sink, reused
+	spare         spares.List[flight] // ended flights, for newFlight
+	scraped       []engine.Metrics    // scrape's scratch: each replica's metrics
+	failedScrapes []int               // per replica: consecutive scrapes it did not answer
+	scrapedAt     time.Time
+	scrapeFn      func([]router.EndpointState) // s.applyScrape, bound once
 }
 
 // flight is one request's journey through the router and the fleet.
@@ -72,6 +73,7 @@ type journey struct {
 	router      int // the router replica that routed it
 	reason      string
 	retries     int
+	refused     bool // its replica was down when the attempt reached it
 	firstToken  sim.Time
 	preemptions int
 	cached      int
@@ -132,6 +134,7 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
 		}
 		s.ids = append(s.ids, EndpointID(i))
+		s.failedScrapes = append(s.failedScrapes, 0)
 		eps = append(eps, router.EndpointState{
 			ID: s.ids[i], Ready: true, Models: []string{cfg.Model},
 			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
@@ -197,7 +200,7 @@ func (s *Sim) Run(ctx context.Context) error {
 	for _, f := range s.cfg.Failures {
 		s.k.Schedule(sim.At(f.At), -1, func(sim.Time) { s.fail(f.Replica) })
 		if f.RecoverAt > 0 {
-			s.k.Schedule(sim.At(f.RecoverAt), -1, func(now sim.Time) { s.recover(f.Replica, now) })
+			s.k.Schedule(sim.At(f.RecoverAt), -1, func(sim.Time) { s.recover(f.Replica) })
 		}
 	}
 	s.scheduleArrival()

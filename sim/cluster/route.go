@@ -36,12 +36,18 @@ func (s *Sim) refresh(now sim.Time) {
 func (s *Sim) send(f *flight, now sim.Time) {
 	d := f.ticket.Decision()
 	f.endpoint, f.reason = d.Index, d.Reason
-	rep := s.reps[d.Index]
 	if s.cfg.NetworkDelay == 0 {
-		rep.Submit(&f.ereq)
+		s.submit(f)
 		return
 	}
-	s.k.Schedule(now+sim.Time(s.cfg.NetworkDelay), 1, func(sim.Time) { rep.Submit(&f.ereq) })
+	s.k.Schedule(now+sim.Time(s.cfg.NetworkDelay), 1, func(sim.Time) { s.submit(f) })
+}
+
+// submit hands f to its replica; a replica that is down refuses it (its engine aborts it).
+func (s *Sim) submit(f *flight) {
+	rep := s.reps[f.endpoint]
+	f.refused = rep.Down()
+	rep.Submit(&f.ereq)
 }
 
 // replicaDone handles a replica's result, after the network delay back to the router.
@@ -75,8 +81,13 @@ func (s *Sim) answered(f *flight, res engine.Result, now sim.Time) {
 	s.finish(f, now, results.StatusRejected, "prompt and output exceed the replica's KV cache")
 }
 
-// retry tries f on another replica, or ends it when the failure rule says no more.
+// retry tries f on another replica, or ends it when the failure rule says no more. A
+// replica that refused f is ejected by f's router first, as a refused connection ejects a
+// backend live.
 func (s *Sim) retry(f *flight, now sim.Time) {
+	if f.refused {
+		s.rt[f.router].lc.Eject(s.ids[f.endpoint])
+	}
 	s.refresh(now)
 	err := f.ticket.Retry(s.wall(now))
 	switch {
@@ -120,64 +131,6 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 // precedes, and the kernel runs ties in order), and its ticket has ended.
 func (s *Sim) recycle(f *flight) {
 	s.spare.Put(f)
-}
-
-// ensureScraping starts the periodic scrape when it is not running.
-func (s *Sim) ensureScraping(now sim.Time) {
-	iv := sim.Time(s.cfg.MetricsInterval)
-	if iv == 0 || s.scraping {
-		return
-	}
-	s.scraping = true
-	s.scrape(now) // the fleet was idle since the last scrape: this is what it would show
-	s.k.Schedule((now/iv+1)*iv, -2, s.tickFn)
-}
-
-func (s *Sim) tick(now sim.Time) {
-	s.scrape(now)
-	if s.active == 0 && s.arrivalAt == sim.Never {
-		s.scraping = false
-		return
-	}
-	s.k.Schedule(now+sim.Time(s.cfg.MetricsInterval), -2, s.tickFn)
-}
-
-// scrape copies each replica's metrics into every router's view.
-func (s *Sim) scrape(now sim.Time) {
-	s.scraped = s.scraped[:0]
-	for _, rep := range s.reps {
-		s.scraped = append(s.scraped, rep.Metrics())
-	}
-	s.scrapedAt = s.wall(now)
-	for _, ri := range s.rt {
-		ri.lc.Update(s.scrapeFn)
-	}
-}
-
-// applyScrape sets the scraped fields of eps from the last scrape.
-func (s *Sim) applyScrape(eps []router.EndpointState) {
-	for i, m := range s.scraped {
-		e := &eps[i]
-		e.Running, e.Waiting, e.KVUsage, e.NumGPUBlocks, e.UpdatedAt = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, s.scrapedAt
-	}
-}
-
-// fail stops replica i; every router ejects it at once (its health checks fail).
-func (s *Sim) fail(i int) {
-	for _, ri := range s.rt {
-		ri.lc.Eject(s.ids[i])
-	}
-	s.reps[i].Fail()
-}
-
-// recover restarts replica i; every router re-admits it, its scraped view as of now.
-func (s *Sim) recover(i int, now sim.Time) {
-	s.reps[i].Recover()
-	t := s.wall(now)
-	for _, ri := range s.rt {
-		ri.lc.Readmit(s.ids[i])
-		ri.lc.Update(func(eps []router.EndpointState) { eps[i].UpdatedAt = t })
-	}
 }
 
 // routerFor picks the router replica a request reaches: by a hash of its id (random), or of
