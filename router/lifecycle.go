@@ -101,6 +101,18 @@ func (l *Lifecycle) SetPolicy(p Policy) {
 	l.pol = newHooks(p)
 }
 
+// SetConfig makes cfg the failure rule from now on; a request counts the retries it made
+// under the rule before.
+func (l *Lifecycle) SetConfig(cfg LifecycleConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	return nil
+}
+
 // SetEndpoints replaces the pool with endpoints, in that order (unique, non-empty IDs). An
 // endpoint that stays keeps its in-flight counters and readiness; one that leaves is reported
 // to the policy as removed; a new one starts with no request in flight. Requests still in

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,9 +30,10 @@ type reception struct {
 // completion request it receives, with the status it answered: the test's view of what each
 // backend actually received.
 type recordingReplica struct {
-	r    *emulate.Replica
-	srv  *httptest.Server
-	addr string
+	r     *emulate.Replica
+	srv   *httptest.Server
+	addr  string
+	reset *atomic.Bool // when set, the next completion it receives is closed unanswered (and the flag cleared)
 
 	mu  sync.Mutex
 	got []reception
@@ -40,6 +42,10 @@ type recordingReplica struct {
 func (rr *recordingReplica) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !strings.HasPrefix(req.URL.Path, "/v1/") || req.Method != http.MethodPost {
 		rr.r.ServeHTTP(w, req)
+		return
+	}
+	if rr.reset != nil && rr.reset.CompareAndSwap(true, false) {
+		closeUnanswered(w, req)
 		return
 	}
 	sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
@@ -57,6 +63,17 @@ type statusWriter struct {
 func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
+}
+
+// closeUnanswered reads req and closes its connection without a response, as a replica
+// crashing before its answer does.
+func closeUnanswered(w http.ResponseWriter, req *http.Request) {
+	_, _ = io.Copy(io.Discard, req.Body)
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		panic(err) // httptest's HTTP/1.1 connections can always be hijacked
+	}
+	conn.Close()
 }
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }

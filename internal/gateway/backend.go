@@ -13,8 +13,8 @@ import (
 // backend is one model server. Its mutable fields are guarded by Gateway.mu; the others are
 // set at creation.
 type backend struct {
-	id            string   // the normalized base URL: the policy's endpoint ID, never shown
-	name          string   // what clients, logs and metrics see
+	url           string   // the normalized base URL, never shown
+	name          string   // the endpoint ID policies know it by; what clients, logs and metrics see
 	nameHdr       []string // the X-Kvroute-Endpoint header value: name
 	chatURL       *url.URL // where completions go
 	complURL      *url.URL
@@ -35,8 +35,6 @@ type backend struct {
 	models         []string // ids, replaced (never modified) when refetched; nil = unknown
 	modelList      []openai.Model
 	modelsAt       time.Time
-	inFlight       int
-	inFlightTokens int
 	failures       int       // consecutive failed scrapes
 	ejectedAt      time.Time // when the proxy last ejected it
 	lastErr        error
@@ -55,7 +53,7 @@ func newBackend(spec backendSpec, m *metrics) (*backend, error) {
 		return nil, err
 	}
 	b := &backend{
-		id: spec.url, name: spec.name, nameHdr: []string{spec.name}, chatURL: chat, complURL: compl,
+		url: spec.url, name: spec.name, nameHdr: []string{spec.name}, chatURL: chat, complURL: compl,
 		metricsURL: spec.url + "/metrics", modelsURL: spec.url + "/v1/models",
 		stop:          make(chan struct{}),
 		ready:         true, // optimistic until the first scrape says otherwise
@@ -66,21 +64,11 @@ func newBackend(spec backendSpec, m *metrics) (*backend, error) {
 	return b, nil
 }
 
-// endpoint returns the policy's view of b. Gateway.mu must be held.
-func (b *backend) endpoint() router.EndpointState {
-	return router.EndpointState{
-		ID: b.id, Ready: b.ready, Models: b.models,
-		Running: b.running, Waiting: b.waiting, KVUsage: b.kvUsage,
-		InFlight: b.inFlight, InFlightTokens: b.inFlightTokens,
-		NumGPUBlocks: b.numGPUBlocks, BlockSize: b.blockSize, UpdatedAt: b.updatedAt, Prefill: b.prefill,
-	}
-}
-
 // BackendStatus is a backend's state as the gateway sees it, for logs, tests and operators.
 type BackendStatus struct {
 	// Name is the backend's configured name, the one clients, logs and metrics see.
 	Name string
-	// URL is the backend's base URL, normalized; it is the policy's endpoint ID.
+	// URL is the backend's base URL, normalized.
 	URL string
 	// Ready is false while the backend is ejected.
 	Ready bool
@@ -101,11 +89,12 @@ type BackendStatus struct {
 	LastError string
 }
 
-func (b *backend) status() BackendStatus {
+// status is b's state, with the lifecycle's view e of it for the in-flight counters.
+func (b *backend) status(e router.EndpointState) BackendStatus {
 	s := BackendStatus{
-		Name: b.name, URL: b.id, Ready: b.ready, Models: b.models, Running: b.running, Waiting: b.waiting,
+		Name: b.name, URL: b.url, Ready: b.ready, Models: b.models, Running: b.running, Waiting: b.waiting,
 		KVUsage: b.kvUsage, NumGPUBlocks: b.numGPUBlocks, UpdatedAt: b.updatedAt,
-		InFlight: b.inFlight, InFlightTokens: b.inFlightTokens, Failures: b.failures,
+		InFlight: e.InFlight, InFlightTokens: e.InFlightTokens, Failures: b.failures,
 	}
 	if b.lastErr != nil {
 		s.LastError = b.lastErr.Error()

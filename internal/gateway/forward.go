@@ -138,19 +138,14 @@ type forwarder struct{ g *Gateway }
 // RoundTrip implements http.RoundTripper.
 func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 	g, c := f.g, callOf(out.Context())
+	t0 := time.Now()
+	res, err := g.reserve(c, t0)
+	g.metrics.decision.Observe(time.Since(t0).Seconds())
+	if err != nil {
+		return nil, &noBackendError{c.req.Model, err}
+	}
+	g.metrics.overhead.Observe(time.Since(c.start).Seconds())
 	for attempt := 0; ; attempt++ {
-		t0 := time.Now()
-		res, err := g.reserve(c.st, c.req, c.exclude, t0)
-		g.metrics.decision.Observe(time.Since(t0).Seconds())
-		if err != nil {
-			if attempt == 0 {
-				return nil, &noBackendError{c.req.Model, err}
-			}
-			return nil, c.lastErr
-		}
-		if attempt == 0 {
-			g.metrics.overhead.Observe(time.Since(c.start).Seconds())
-		}
 		c.backend, c.reason = res.b.name, res.decision.Reason
 		resp, err := f.send(out, c, res.b)
 		last := attempt >= c.st.cfg.Limits.MaxRetries
@@ -164,14 +159,18 @@ func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 		} else {
 			err = g.attemptFailed(res.b, err)
 		}
-		res.release(router.Usage{}, time.Now())
 		var unsent *unsentError
 		if last || !errors.As(err, &unsent) {
+			res.release(router.Usage{}, time.Now())
 			return nil, err
 		}
-		c.lastErr = err
 		g.metrics.retries.WithLabelValues(res.b.name).Inc()
-		c.exclude = append(c.exclude, res.b)
+		c.lastErr = err
+		t0 := time.Now()
+		if res, err = res.retry(t0); err != nil {
+			return nil, c.lastErr
+		}
+		g.metrics.decision.Observe(time.Since(t0).Seconds())
 	}
 }
 

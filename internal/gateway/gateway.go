@@ -57,9 +57,10 @@ type Gateway struct {
 	kvIndex  *kvevents.Index                     // nil without kv_events
 	kvCfg    KVEventsConfig                      // as configured at New
 	tok      *tokenizer
+	lc       *router.Lifecycle // every request's life, on the current state's backends
+	viewFn   func([]router.EndpointState) // g.view, bound once
 
-	mu     sync.Mutex      // guards the fields below and every backend's mutable fields
-	snap   router.Snapshot // scratch: one decision at a time builds its snapshot here
+	mu     sync.Mutex      // guards the fields below, every backend's mutable fields and decisions
 	runCtx context.Context // set while Run runs
 	loops  sync.WaitGroup
 }
@@ -69,7 +70,6 @@ type Gateway struct {
 type state struct {
 	cfg      Config
 	policy   router.Policy
-	observer router.Observer // policy as an Observer, or nil
 	backends []*backend
 	keys     [][]byte
 }
@@ -98,10 +98,14 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		promHTTP: promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}),
 	}
 	g.proxy = g.newProxy()
+	g.viewFn = g.view
 	g.reasons.Store(&map[string][]string{})
 	st, err := g.build(cfg, nil)
 	if err != nil {
 		return nil, err
+	}
+	if g.lc, err = router.NewLifecycle(st.policy, st.endpoints(), st.lifecycleConfig()); err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g.install(st)
 	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport); err != nil {
@@ -151,11 +155,10 @@ func (g *Gateway) build(cfg Config, old *state) (*state, error) {
 		}
 		st.policy = p
 	}
-	st.observer, _ = st.policy.(router.Observer)
 	existing := map[string]*backend{}
 	if old != nil {
 		for _, b := range old.backends {
-			existing[b.id] = b
+			existing[b.url] = b
 		}
 	}
 	for _, raw := range cfg.Backends {
@@ -182,15 +185,27 @@ func (g *Gateway) build(cfg Config, old *state) (*state, error) {
 // install makes st current. Gateway.mu must be held, or g not yet shared.
 func (g *Gateway) install(st *state) {
 	g.current.Store(st)
-	g.snap.Endpoints = make([]router.EndpointState, 0, len(st.backends))
 	g.rebuildModels(st)
 }
 
-// Reload swaps in cfg without dropping requests in flight: they finish on the backends and
-// policy they started with, and their in-flight counts are released there. Backends are
-// matched by URL and keep their state; backends no longer listed stop being scraped and are
-// reported to the policy as removed. The policy is rebuilt only when its name, parameters
-// or seed change.
+// endpoints is st's pool as the lifecycle knows it: each backend by its name.
+func (st *state) endpoints() []router.EndpointState {
+	eps := make([]router.EndpointState, len(st.backends))
+	for i, b := range st.backends {
+		eps[i] = router.EndpointState{ID: b.name, Ready: b.ready}
+	}
+	return eps
+}
+
+func (st *state) lifecycleConfig() router.LifecycleConfig {
+	return router.LifecycleConfig{MaxRetries: st.cfg.Limits.MaxRetries}
+}
+
+// Reload swaps in cfg without dropping requests in flight: they finish on the backends they
+// were sent to and report to the policy that routed them. Backends are matched by URL and
+// keep their state and in-flight counts; backends no longer listed stop being scraped and
+// are reported to the policy as removed. The policy is rebuilt only when its name,
+// parameters or seed change.
 func (g *Gateway) Reload(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -214,15 +229,18 @@ func (g *Gateway) Reload(cfg Config) error {
 		}
 	}
 	g.install(st)
+	if err := g.lc.SetEndpoints(st.endpoints()); err != nil { // names are unique: validated
+		g.mu.Unlock()
+		return fmt.Errorf("gateway: %w", err)
+	}
+	g.lc.SetPolicy(st.policy)
+	_ = g.lc.SetConfig(st.lifecycleConfig()) // validated with cfg
 	for _, b := range st.backends {
 		g.startLoop(b)
 	}
 	g.mu.Unlock()
 	for _, b := range removed {
 		g.metrics.forget(b.name)
-		if st.observer != nil && st.policy == old.policy {
-			st.observer.Removed(b.id)
-		}
 	}
 	return nil
 }
@@ -292,10 +310,10 @@ func (g *Gateway) checkIdle() {
 func (g *Gateway) Backends() []BackendStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	bs := g.current.Load().backends
+	bs, eps := g.current.Load().backends, g.lc.Endpoints()
 	out := make([]BackendStatus, len(bs))
 	for i, b := range bs {
-		out[i] = b.status()
+		out[i] = b.status(eps[i])
 	}
 	return out
 }

@@ -34,12 +34,12 @@ type finish struct {
 	usage    router.Usage
 }
 
-func (s *spy) Routed(req *router.Request, endpoint string, now time.Time) {
+func (s *spy) Routed(req *router.Request, d router.Decision, endpoint string, now time.Time) {
 	s.mu.Lock()
 	s.routed[req.ID] = endpoint
 	s.mu.Unlock()
 	if s.inner != nil {
-		s.inner.Routed(req, endpoint, now)
+		s.inner.Routed(req, d, endpoint, now)
 	}
 }
 

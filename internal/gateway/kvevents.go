@@ -108,14 +108,15 @@ func (k kvSink) AllBlocksCleared(ep string) {
 	}
 }
 
-// resolve maps a topic's pod, or a configured name, to a backend's id (its URL).
+// resolve maps a topic's pod, or a configured name or URL, to a backend's name: its
+// endpoint ID.
 func (g *Gateway) resolve(pod string) (string, bool) {
 	for _, b := range g.current.Load().backends {
-		if b.name == pod || b.id == pod {
-			return b.id, true
+		if b.name == pod || b.url == pod {
+			return b.name, true
 		}
-		if u, err := url.Parse(b.id); err == nil && u.Host == pod {
-			return b.id, true
+		if u, err := url.Parse(b.url); err == nil && u.Host == pod {
+			return b.name, true
 		}
 	}
 	return "", false
@@ -206,10 +207,10 @@ func (c staleCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	for _, b := range c.g.current.Load().backends {
 		v := 0.0
-		if stale[b.id] {
+		if stale[b.name] {
 			v = 1
 		}
 		ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, v, b.name)
-		ch <- prometheus.MustNewConstMetric(blocksDesc, prometheus.GaugeValue, float64(c.g.kvIndex.Keys(b.id)), b.name)
+		ch <- prometheus.MustNewConstMetric(blocksDesc, prometheus.GaugeValue, float64(c.g.kvIndex.Keys(b.name)), b.name)
 	}
 }

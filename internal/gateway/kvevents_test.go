@@ -50,10 +50,12 @@ func TestResolvePod(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	unnamed := g.Backends()[1].Name // the name the gateway gave it: its endpoint ID
 	for pod, want := range map[string]string{
-		"vllm-0":        "http://10.0.0.1:8000", // the backend's name (llm-d's kv@${POD_NAME}@...)
-		"10.0.0.2:8000": "http://10.0.0.2:8000", // its URL's host:port (llm-d-inference-sim's POD_IP:port)
-		"10.0.0.9:8000": "",
+		"vllm-0":               "vllm-0", // the backend's name (llm-d's kv@${POD_NAME}@...)
+		"http://10.0.0.1:8000": "vllm-0", // its URL
+		"10.0.0.2:8000":        unnamed,  // its URL's host:port (llm-d-inference-sim's POD_IP:port)
+		"10.0.0.9:8000":        "",
 	} {
 		got, ok := g.resolve(pod)
 		if got != want || ok != (want != "") {

@@ -24,8 +24,11 @@ func TestPrefillReachesThePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var got []any
-	for _, b := range g.current.Load().backends {
-		got = append(got, b.endpoint().Prefill)
+	g.mu.Lock()
+	g.refreshView()
+	g.mu.Unlock()
+	for _, e := range g.lc.Endpoints() {
+		got = append(got, e.Prefill)
 	}
 	if got[0] != constPrefill(1) || got[1] != constPrefill(2) || got[2] != nil {
 		t.Errorf("endpoints' Prefill = %v, want [1 2 <nil>]", got)

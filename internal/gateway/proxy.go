@@ -34,7 +34,7 @@ type call struct {
 	body    []byte // the original request body, forwarded unchanged
 	kind    kind
 	start   time.Time
-	exclude []*backend // backends an earlier attempt failed on
+	ticket  router.Ticket // the request's life in the router's lifecycle
 	lastErr error      // the last attempt's failure, with the backend's name
 	// status is the HTTP status the client got: 499 when it went away, 502 or 504 when a
 	// started stream failed.

@@ -46,6 +46,7 @@ type relay struct {
 	start, ready int
 	partial      bool // part of an over-long event was given: the client is mid-event
 
+	started bool  // the backend's first body byte came: its first token was reported
 	done    bool  // the backend's body ended, by EOF or by failure
 	failure error // why it failed, when it did
 	closed  bool
@@ -85,7 +86,7 @@ func (r *relay) Read(p []byte) (int, error) {
 // response (ReverseProxy's ErrAbortHandler), so the client sees a failed response, never a
 // truncated one.
 func (r *relay) readWhole(p []byte) (int, error) {
-	n, err := r.c.read(r.rc, p)
+	n, err := r.read(p)
 	if r.kept != nil {
 		if len(r.kept)+n > maxKeptBody {
 			r.kept = nil
@@ -98,6 +99,18 @@ func (r *relay) readWhole(p []byte) (int, error) {
 		if err != io.EOF {
 			r.failure = err
 		}
+	}
+	return n, err
+}
+
+// read reads the backend's body within the attempt's timeouts. Its first byte is the
+// request's first token as the router sees it (a stream's first event; a whole response's
+// body), reported to the lifecycle at once.
+func (r *relay) read(p []byte) (int, error) {
+	n, err := r.c.read(r.rc, p)
+	if n > 0 && !r.started {
+		r.started = true
+		r.res.firstToken(time.Now())
 	}
 	return n, err
 }
@@ -116,7 +129,7 @@ func (r *relay) fill() {
 		}
 		r.buf = slices.Grow(r.buf, max(streamChunk, cap(r.buf)))
 	}
-	n, err := r.c.read(r.rc, r.buf[len(r.buf):cap(r.buf)])
+	n, err := r.read(r.buf[len(r.buf):cap(r.buf)])
 	r.buf = r.buf[:len(r.buf)+n]
 	if end := lastEventEnd(r.buf[r.ready:]); end > 0 {
 		r.give(r.ready + end)

@@ -1,76 +1,87 @@
 package gateway
 
 import (
-	"fmt"
-	"slices"
-	"sync/atomic"
 	"time"
 
 	"kvroute/router"
 )
 
-// reservation is one request's claim on a backend's in-flight counters, made at decision
-// time. release gives it back exactly once, however many times and from wherever it is
-// called: the Reserve/Unreserve pattern of the Kubernetes scheduler.
+// reservation is one attempt of a request at a backend: the backend its ticket names in the
+// router's lifecycle, which keeps the in-flight counters and tells the policy. release ends
+// the request once, however many times and from wherever it is called.
 type reservation struct {
 	g        *Gateway
-	st       *state
+	c        *call
 	b        *backend
-	req      *router.Request
 	decision router.Decision
-	tokens   int
-	released atomic.Bool
 }
 
-// reserve builds one consistent snapshot of st's backends (excluded ones marked not ready),
-// runs the policy on it, charges the chosen backend's in-flight counters and reports the
-// decision to the policy, all under Gateway.mu, so each decision sees every earlier one.
-func (g *Gateway) reserve(st *state, req *router.Request, exclude []*backend, now time.Time) (*reservation, error) {
+// reserve makes the request's first decision: the lifecycle sees each backend as last
+// scraped, picks, charges the backend and reports the decision to the policy, all under
+// Gateway.mu, so each decision sees every earlier one.
+func (g *Gateway) reserve(c *call, now time.Time) (*reservation, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	eps := g.snap.Endpoints[:0]
-	for _, b := range st.backends {
-		e := b.endpoint()
-		if len(exclude) > 0 && slices.Contains(exclude, b) {
-			e.Ready = false
-		}
-		eps = append(eps, e)
-	}
-	g.snap.Endpoints, g.snap.Now = eps, now
-	d, err := st.policy.Pick(req, &g.snap)
-	if err != nil {
+	g.refreshView()
+	if err := g.lc.Decide(&c.ticket, c.req, now); err != nil {
 		return nil, err
 	}
-	if d.Index < 0 || d.Index >= len(st.backends) {
-		return nil, fmt.Errorf("gateway: policy %s picked index %d of %d endpoints", st.policy.Name(), d.Index, len(st.backends))
-	}
-	b := st.backends[d.Index]
-	tokens := req.InputTokens + req.MaxOutputTokens
-	b.inFlight++
-	b.inFlightTokens += tokens
-	b.inflightGauge.Inc()
 	g.inFlight.Add(1)
-	if st.observer != nil {
-		st.observer.Routed(req, d, b.id, now)
-	}
-	return &reservation{g: g, st: st, b: b, req: req, decision: d, tokens: tokens}, nil
+	return g.reserved(c), nil
 }
 
-// release returns the reservation's counts and reports the request's end, with usage u, to
-// the policy it was routed by. Only the first call has an effect; it reports whether this
-// call was it.
+// retry ends r's failed attempt and decides another under the failure rule (Ticket.Retry).
+// On an error the request has ended.
+func (r *reservation) retry(now time.Time) (*reservation, error) {
+	g := r.g
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.refreshView()
+	err := r.c.ticket.Retry(now)
+	r.b.inflightGauge.Dec()
+	if err != nil {
+		g.inFlight.Add(-1)
+		g.checkIdle()
+		return nil, err
+	}
+	return g.reserved(r.c), nil
+}
+
+// reserved is the reservation of c's ticket's current attempt. Gateway.mu is held, so the
+// lifecycle's pool is the current state's backends, in order.
+func (g *Gateway) reserved(c *call) *reservation {
+	b := g.current.Load().backends[c.ticket.Index()]
+	b.inflightGauge.Inc()
+	return &reservation{g: g, c: c, b: b, decision: c.ticket.Decision()}
+}
+
+// refreshView copies what the gateway scraped of each backend into the lifecycle's view.
+// Gateway.mu is held.
+func (g *Gateway) refreshView() {
+	g.lc.Update(g.viewFn)
+}
+
+// view sets eps, the lifecycle's pool (the current state's backends, in order), to what the
+// gateway last scraped of them. Gateway.mu is held.
+func (g *Gateway) view(eps []router.EndpointState) {
+	for i, b := range g.current.Load().backends {
+		e := &eps[i]
+		e.Models, e.Running, e.Waiting, e.KVUsage = b.models, b.running, b.waiting, b.kvUsage
+		e.NumGPUBlocks, e.BlockSize, e.UpdatedAt, e.Prefill = b.numGPUBlocks, b.blockSize, b.updatedAt, b.prefill
+	}
+}
+
+// firstToken reports that the attempt's first response byte came back at now: for a stream,
+// its first event; for a whole response, the response.
+func (r *reservation) firstToken(now time.Time) { r.c.ticket.FirstToken(now) }
+
+// release ends the request with the usage its response reported. Only the first call has an
+// effect; it reports whether this call was it.
 func (r *reservation) release(u router.Usage, now time.Time) bool {
-	if !r.released.CompareAndSwap(false, true) {
+	if !r.c.ticket.Finish(u, now) {
 		return false
 	}
-	r.g.mu.Lock()
-	r.b.inFlight--
-	r.b.inFlightTokens -= r.tokens
-	r.g.mu.Unlock()
 	r.b.inflightGauge.Dec()
-	if r.st.observer != nil {
-		r.st.observer.Finished(r.req, r.b.id, u, now)
-	}
 	r.g.inFlight.Add(-1)
 	r.g.checkIdle()
 	return true

@@ -128,6 +128,7 @@ func (g *Gateway) recordScrape(b *backend, m vllm.Metrics, err error, start, now
 	}
 	due := err == nil && (b.modelsAt.IsZero() || !wasReady || now.Sub(b.modelsAt) >= hc.ModelsInterval)
 	ready := b.ready
+	g.tellLifecycle(b, wasReady)
 	g.mu.Unlock()
 	if err != nil {
 		g.metrics.scrapeErrors.WithLabelValues(b.name).Inc()
@@ -148,9 +149,22 @@ func (g *Gateway) eject(b *backend, err error) {
 	b.failures = max(b.failures, hc.FailureThreshold)
 	b.lastErr = err
 	b.ejectedAt = time.Now()
+	g.tellLifecycle(b, was)
 	g.mu.Unlock()
 	if was {
 		g.healthChanged(b, false, err)
+	}
+}
+
+// tellLifecycle ejects b from the router's lifecycle, or re-admits it, when its readiness
+// changed from was: the policy hears an ejected backend as removed. Gateway.mu is held, so a
+// backend a reload just dropped is not in the lifecycle's pool and is left alone.
+func (g *Gateway) tellLifecycle(b *backend, was bool) {
+	switch {
+	case was && !b.ready:
+		g.lc.Eject(b.name)
+	case !was && b.ready:
+		g.lc.Readmit(b.name)
 	}
 }
 
@@ -161,7 +175,7 @@ func (g *Gateway) healthChanged(b *backend, ready bool, err error) {
 		b.healthyGauge.Set(0)
 	}
 	if g.opts.OnHealth != nil {
-		g.opts.OnHealth(b.name, b.id, ready, err)
+		g.opts.OnHealth(b.name, b.url, ready, err)
 	}
 }
 

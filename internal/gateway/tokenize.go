@@ -118,7 +118,7 @@ func (g *Gateway) readyURL(st *state) string {
 	defer g.mu.Unlock()
 	for i := range n {
 		if b := st.backends[(start+i)%n]; b.ready {
-			return b.id
+			return b.url
 		}
 	}
 	return ""

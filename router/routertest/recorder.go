@@ -35,7 +35,8 @@ func (c Call) String() string {
 
 // Recorder wraps a policy and records every decision and observer call it gets, passing
 // each on to the policy when it implements the matching interface. It is what a lifecycle
-// conformance test compares between two drivers.
+// conformance test compares between two drivers. It passes on no KV events: they do not go
+// through the lifecycle, and a policy that reads them decides without them.
 type Recorder struct {
 	Policy router.Policy
 
@@ -47,7 +48,6 @@ var (
 	_ router.Policy             = (*Recorder)(nil)
 	_ router.Observer           = (*Recorder)(nil)
 	_ router.FirstTokenObserver = (*Recorder)(nil)
-	_ router.KVEventObserver    = (*Recorder)(nil)
 )
 
 // NewRecorder returns a recorder around p.
@@ -109,26 +109,5 @@ func (r *Recorder) Removed(endpoint string) {
 	r.add(Call{Kind: "removed", Endpoint: endpoint})
 	if o, ok := r.Policy.(router.Observer); ok {
 		o.Removed(endpoint)
-	}
-}
-
-// BlockStored passes the event on, unrecorded: KV events do not go through the lifecycle.
-func (r *Recorder) BlockStored(endpoint string, hash uint64) {
-	if o, ok := r.Policy.(router.KVEventObserver); ok {
-		o.BlockStored(endpoint, hash)
-	}
-}
-
-// BlockRemoved passes the event on, unrecorded.
-func (r *Recorder) BlockRemoved(endpoint string, hash uint64) {
-	if o, ok := r.Policy.(router.KVEventObserver); ok {
-		o.BlockRemoved(endpoint, hash)
-	}
-}
-
-// AllBlocksCleared passes the event on, unrecorded.
-func (r *Recorder) AllBlocksCleared(endpoint string) {
-	if o, ok := r.Policy.(router.KVEventObserver); ok {
-		o.AllBlocksCleared(endpoint)
 	}
 }

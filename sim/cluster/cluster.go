@@ -266,6 +266,15 @@ func (s *Sim) newFlight(w *workloads.Request, now sim.Time) *flight {
 	}
 	// Field by field: a whole-flight literal is built aside and copied in.
 	f.wreq, f.journey = *w, journey{arrival: now}
+	f.rreq = RouterRequest(w, s.cfg.Model)
+	f.ereq = engine.Request{ID: w.ID, Prompt: w.Tokens, OutputTokens: w.OutputTokens, Answer: w.AnswerTokens, Salt: s.salt, Tag: f}
+	return f
+}
+
+// RouterRequest is what the routers know of workload request w for model: what a client
+// sending w's text, tenant and session to cmd/route gets the policy to see, token ids
+// included (cmd/route reads them from a replica's /tokenize).
+func RouterRequest(w *workloads.Request, model string) router.Request {
 	var msgs []router.Message
 	if len(w.Messages) > 0 {
 		msgs = make([]router.Message, len(w.Messages))
@@ -273,12 +282,10 @@ func (s *Sim) newFlight(w *workloads.Request, now sim.Time) *flight {
 			msgs[i] = router.Message{Role: string(m.Role), Content: m.Content}
 		}
 	}
-	f.rreq = router.Request{
-		ID: w.ID, Model: s.cfg.Model, Tenant: w.Tenant, SessionKey: w.Session, Prompt: w.Text,
+	return router.Request{
+		ID: w.ID, Model: model, Tenant: w.Tenant, SessionKey: w.Session, Prompt: w.Text,
 		Messages: msgs, Tokens: w.Tokens, InputTokens: len(w.Tokens), MaxOutputTokens: w.OutputTokens,
 	}
-	f.ereq = engine.Request{ID: w.ID, Prompt: w.Tokens, OutputTokens: w.OutputTokens, Answer: w.AnswerTokens, Salt: s.salt, Tag: f}
-	return f
 }
 
 // firstTokenBack reports f's first token, produced at at, to the lifecycle of the router
