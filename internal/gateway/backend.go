@@ -25,20 +25,20 @@ type backend struct {
 	healthyGauge  prometheus.Gauge
 
 	// Guarded by Gateway.mu.
-	ready          bool
-	running        int
-	waiting        int
-	kvUsage        float64
-	numGPUBlocks   int
-	blockSize      int // KV block size in tokens, 0 when unknown
-	updatedAt      time.Time
-	models         []string // ids, replaced (never modified) when refetched; nil = unknown
-	modelList      []openai.Model
-	modelsAt       time.Time
-	failures       int       // consecutive failed scrapes
-	ejectedAt      time.Time // when the proxy last ejected it
-	lastErr        error
-	started        bool // its scrape loop is running
+	ready        bool
+	running      int
+	waiting      int
+	kvUsage      float64
+	numGPUBlocks int
+	blockSize    int // KV block size in tokens, 0 when unknown
+	updatedAt    time.Time
+	models       []string // ids, replaced (never modified) when refetched; nil = unknown
+	modelList    []openai.Model
+	modelsAt     time.Time
+	failures     int       // consecutive failed scrapes
+	ejectedAt    time.Time // when the proxy last ejected it
+	lastErr      error
+	started      bool // its scrape loop is running
 	// prefill is its step-time model from the configuration (nil: unknown).
 	prefill router.PrefillPredictor
 }

@@ -57,7 +57,7 @@ type Gateway struct {
 	kvIndex  *kvevents.Index                     // nil without kv_events
 	kvCfg    KVEventsConfig                      // as configured at New
 	tok      *tokenizer
-	lc       *router.Lifecycle // every request's life, on the current state's backends
+	lc       *router.Lifecycle            // every request's life, on the current state's backends
 	viewFn   func([]router.EndpointState) // g.view, bound once
 
 	mu     sync.Mutex      // guards the fields below, every backend's mutable fields and decisions

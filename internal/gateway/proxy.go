@@ -35,7 +35,7 @@ type call struct {
 	kind    kind
 	start   time.Time
 	ticket  router.Ticket // the request's life in the router's lifecycle
-	lastErr error      // the last attempt's failure, with the backend's name
+	lastErr error         // the last attempt's failure, with the backend's name
 	// status is the HTTP status the client got: 499 when it went away, 502 or 504 when a
 	// started stream failed.
 	status  int
