@@ -110,6 +110,9 @@ func TestVocabularyDefaults(t *testing.T) {
 	if g.Limits.MaxRetries != cluster.DefaultMaxRetries {
 		t.Errorf("max_retries: router %d, simulator %d", g.Limits.MaxRetries, cluster.DefaultMaxRetries)
 	}
+	if g.Health.ScrapeInterval != cluster.DefaultMetricsInterval {
+		t.Errorf("metrics_interval: router %v, the simulator's live default %v", g.Health.ScrapeInterval, cluster.DefaultMetricsInterval)
+	}
 	if e := emulate.DefaultConfig(); g.Limits.MaxBodyBytes != e.MaxBodyBytes {
 		t.Errorf("max_body_bytes: router %d, emulator %d", g.Limits.MaxBodyBytes, e.MaxBodyBytes)
 	}
