@@ -1,15 +1,8 @@
 package sweeprun
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
-
-	"go.yaml.in/yaml/v3"
 
 	"kvroute/gpumodel"
 	"kvroute/internal/sweep"
@@ -35,7 +28,7 @@ func Parse(data []byte, name string) ([]Point, error) {
 	for i, p := range pts {
 		cat, ok := cats[p.Catalog]
 		if !ok {
-			if cat, err = loadCatalog(p.Catalog); err != nil {
+			if cat, err = sweep.LoadCatalog(p.Catalog); err != nil {
 				return nil, fmt.Errorf("%s: catalog: %w", name, err)
 			}
 			cats[p.Catalog] = cat
@@ -46,28 +39,4 @@ func Parse(data []byte, name string) ([]Point, error) {
 		}
 	}
 	return points, errors.Join(errs...)
-}
-
-// loadCatalog returns the built-in catalog plus the GPUs and models of the file at path (YAML
-// or JSON; gpumodel reads JSON, so YAML is converted first, and the line numbers of a YAML
-// file's errors are those of its JSON form: the entry name is what locates them), or the
-// built-in one for an empty path.
-func loadCatalog(path string) (gpumodel.Catalog, error) {
-	if path == "" {
-		return gpumodel.DefaultCatalog(), nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return gpumodel.Catalog{}, err
-	}
-	if ext := strings.ToLower(filepath.Ext(path)); ext == ".yaml" || ext == ".yml" {
-		var v any
-		if err := yaml.Unmarshal(data, &v); err != nil {
-			return gpumodel.Catalog{}, fmt.Errorf("%s: %w", path, err)
-		}
-		if data, err = json.Marshal(v); err != nil {
-			return gpumodel.Catalog{}, fmt.Errorf("%s: %w", path, err)
-		}
-	}
-	return gpumodel.LoadCatalog(bytes.NewReader(data), path)
 }

@@ -3,15 +3,22 @@
 // generator run end to end on a machine with no GPU. Replica i listens on host:(base-port+i).
 //
 //	go run ./cmd/emulate -replicas 4 -base-port 8001 -gpu H100-SXM-80GB -model llama-3.1-8b
-//	go run ./cmd/emulate -speed 10 -admin-addr 127.0.0.1:9000   # 10x faster, admin API on :9000
+//	go run ./cmd/emulate -speed 10 -admin-listen 127.0.0.1:9000   # 10x faster, admin API on :9000
+//	go run ./cmd/emulate -fleet examples/tenant-flood.yaml         # the fleet a sweep file simulates
 //
 //	go run ./cmd/emulate -replicas 2 -kv-events-port 5557          # vLLM KV events on :5557, :5558
 //
 // Each replica serves POST /v1/chat/completions, /v1/completions and /tokenize, GET /v1/models,
 // /health and /metrics, and failure injection under /admin/ (fail, recover, slow, errors). With
 // -kv-events-port it publishes its prefix cache's changes as vLLM's KV events (ZMQ, msgpack). The
-// -admin-addr server exposes the same under /replicas/{i}/admin/, reachable while a replica
+// -admin-listen server exposes the same under /replicas/{i}/admin/, reachable while a replica
 // is down. SIGINT or SIGTERM stops every replica.
+//
+// The replicas are described with a sweep file's fleet keys (docs/vocabulary.md): -fleet FILE
+// takes a sweep file's fleet section and catalog, and -replicas, -gpu, -model, -tp,
+// -num-blocks, -gpu-memory-utilization, -quantization, -kv-cache-dtype,
+// -max-num-batched-tokens, -max-num-seqs, -vllm and -catalog set (or override) one key each.
+// The simulator's own resolver (sweep.ReplicaConfig.Engine) turns them into the replica.
 package main
 
 import (
@@ -31,6 +38,7 @@ import (
 	"time"
 
 	"kvroute/internal/emulate"
+	"kvroute/internal/sweep"
 )
 
 func main() {
@@ -46,6 +54,9 @@ type options struct {
 	basePort int
 	admin    string
 	cfg      emulate.Config
+	fleet    fleetFlags
+	// deprecated lists the deprecated flags given, one warning each, logged at start.
+	deprecated []string
 
 	kvPort       int    // replica i binds its KV-event PUB socket on host:(kvPort+i)
 	kvReplayPort int    // and its replay ROUTER on host:(kvReplayPort+i)
@@ -56,19 +67,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{cfg: emulate.DefaultConfig()}
 	fs := flag.NewFlagSet("emulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.IntVar(&o.replicas, "replicas", 1, "number of replicas")
+	o.fleet.define(fs, sweep.FleetConfig{Replicas: 1, ReplicaConfig: sweep.ReplicaConfig{GPU: o.cfg.GPU, Model: o.cfg.Model, TP: o.cfg.TP}})
 	fs.StringVar(&o.host, "host", "127.0.0.1", "address the replicas listen on")
 	fs.IntVar(&o.basePort, "base-port", 8001, "port of replica 0; replica i listens on base-port+i (0: any free ports)")
-	fs.StringVar(&o.admin, "admin-addr", "", "address of the fleet admin API, /replicas/{i}/admin/... (empty: none)")
-	fs.StringVar(&o.cfg.GPU, "gpu", o.cfg.GPU, "GPU catalog name or alias")
-	fs.StringVar(&o.cfg.Model, "model", o.cfg.Model, "model catalog name or alias")
+	fs.StringVar(&o.admin, "admin-listen", "", "address of the fleet admin API, /replicas/{i}/admin/... (empty: none)")
+	fs.StringVar(&o.admin, "admin-addr", "", "deprecated, use -admin-listen")
 	fs.StringVar(&o.cfg.ServedModelName, "served-model-name", "", "model name listed by /v1/models (default: -model as given)")
-	fs.IntVar(&o.cfg.TP, "tp", o.cfg.TP, "tensor-parallel GPUs per replica")
 	fs.Float64Var(&o.cfg.Speed, "speed", o.cfg.Speed, "speed-up over real time: 1 is real time, 10 makes steps take a tenth of their simulated time")
-	fs.IntVar(&o.cfg.NumBlocks, "num-blocks", 0, "KV cache blocks per replica (0: from the GPU and model)")
-	fs.IntVar(&o.cfg.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per step (0: vLLM's default for the GPU)")
-	fs.IntVar(&o.cfg.MaxNumSeqs, "max-num-seqs", 0, "requests running at once (0: vLLM's default for the GPU)")
-	fs.StringVar(&o.cfg.VLLM, "vllm", "", "vLLM release whose engine semantics to follow: v0.33 or v0.8-v0.10 (empty: the newest; V0 is cmd/simulate's only)")
 	fs.IntVar(&o.cfg.DefaultMaxTokens, "default-max-tokens", o.cfg.DefaultMaxTokens, "tokens generated when a request sends no max_tokens")
 	fs.IntVar(&o.cfg.MaxTokensCap, "max-tokens-cap", o.cfg.MaxTokensCap, "largest max_tokens honoured; larger asks generate this many")
 	fs.IntVar(&o.kvPort, "kv-events-port", 0, "publish KV events as vLLM does: replica i binds a ZMQ PUB on host:(port+i) (0: off)")
@@ -82,8 +87,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments: %v", fs.Args()))
 	}
-	if o.replicas < 1 {
-		errs = append(errs, fmt.Errorf("-replicas must be at least 1, got %d", o.replicas))
+	if err := o.fleet.resolve(fs, &o); err != nil {
+		return o, errors.Join(append(errs, err)...)
+	}
+	fs.Visit(func(f *flag.Flag) {
+		if f.Name == "admin-addr" {
+			o.deprecated = append(o.deprecated, "-admin-addr is deprecated: use -admin-listen")
+		}
+	})
+	if o.deprecated != nil && isSet(fs, "admin-listen") {
+		errs = append(errs, errors.New("give -admin-listen only; -admin-addr is its deprecated spelling"))
 	}
 	if o.basePort < 0 || (o.basePort > 0 && o.basePort+o.replicas-1 > 65535) {
 		errs = append(errs, fmt.Errorf("-base-port %d leaves no room for %d replicas", o.basePort, o.replicas))
@@ -116,6 +129,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	for _, w := range o.deprecated {
+		log.Warn("deprecated flag: see docs/vocabulary.md", "use", w)
+	}
 	reps, admin, err := start(ctx, o)
 	if err != nil {
 		log.Error("starting", "err", err)
@@ -168,6 +184,13 @@ func start(ctx context.Context, o options) ([]*emulate.Replica, *http.Server, er
 	srv := &http.Server{Addr: ln.Addr().String(), Handler: adminMux(reps), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }() // returns ErrServerClosed when stop closes it
 	return reps, srv, nil
+}
+
+// isSet reports whether flag name was given on the command line.
+func isSet(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 // kvEvents is replica i's KV-event publishing configuration.

@@ -41,7 +41,7 @@ func TestParseFlags(t *testing.T) {
 }
 
 func TestStartServesEveryReplica(t *testing.T) {
-	o, err := parseFlags([]string{"-replicas", "2", "-base-port", "0", "-speed", "100", "-admin-addr", "127.0.0.1:0",
+	o, err := parseFlags([]string{"-replicas", "2", "-base-port", "0", "-speed", "100", "-admin-listen", "127.0.0.1:0",
 		"-served-model-name", "llama-3.1-8b"}, io.Discard)
 	if err != nil {
 		t.Fatal(err)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -11,19 +9,29 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"kvroute/internal/gateway"
+	"kvroute/internal/sweep"
 )
 
 // keysEnv is the environment variable that may hold the API keys, comma-separated: unlike a
 // flag, it is not visible to other users in the process list.
 const keysEnv = "KVROUTE_API_KEYS"
 
-// fileConfig is the YAML configuration file: the process settings, then the gateway's
-// configuration (policy, policy_params, seed, backends, api_keys, debug_headers, health,
-// timeouts, limits) at the top level.
+// fileConfig is the YAML configuration file: the process settings, the policy spec, the
+// seed and the hardware in the shared vocabulary (docs/vocabulary.md), then the gateway's
+// configuration (backends, api_keys, debug_headers, health, timeouts, limits, kv_events,
+// tokenize) at the top level.
 type fileConfig struct {
+	// Policy is the routing policy: a name or {name: NAME, PARAM: VALUE, ...}, as a sweep
+	// file's policies entries (default prefix-score).
+	Policy sweep.PolicySpec `yaml:"policy"`
+	// Seed is the master seed, as a sweep file's seed: the policy's random source is seeded
+	// with sweep.RouterSeed(Seed), the seed the simulator gives a sweep's router, so the same
+	// seed draws the same policy random stream in both.
+	Seed uint64 `yaml:"seed"`
+	// Catalog is an optional YAML or JSON file of extra GPUs and models (gpumodel's catalog
+	// format), as a sweep file's catalog; hardware entries may name them.
+	Catalog string `yaml:"catalog"`
 	// Listen is the address the router serves on.
 	Listen string `yaml:"listen"`
 	// AdminListen, when set, is a second address that serves /health, /ready and /metrics
@@ -43,42 +51,46 @@ type fileConfig struct {
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
 	// LogLevel is debug, info, warn or error.
 	LogLevel string `yaml:"log_level"`
-	// Hardware gives, by backend name or URL, the GPU, model and tensor-parallel size a
-	// backend runs ({gpu: H100-SXM-80GB, model: llama-3.1-8b, tp: 1}), for policies that
-	// predict latency from a step-time model (predicted-ttft); backends left out are priced
-	// at the policy's fallback rate.
-	Hardware map[string]hardwareSpec `yaml:"hardware"`
+	// Hardware gives, by backend name or URL, what a backend runs, with the keys of a sweep
+	// file's fleet section less replicas ({gpu: H100-SXM-80GB, model: llama-3.1-8b, tp: 1,
+	// gpu_memory_utilization: 0.9, ...}), for policies that predict latency from a step-time
+	// model (predicted-ttft); backends left out are priced at the policy's fallback rate.
+	Hardware map[string]sweep.ReplicaConfig `yaml:"hardware"`
+	// deprecated lists the deprecated spellings the file and flags used, one warning each,
+	// which the command logs once per load.
+	deprecated []string
 	// Gateway is the gateway's configuration.
 	Gateway gateway.Config `yaml:",inline"`
 }
 
 func defaultFileConfig() fileConfig {
-	return fileConfig{Listen: "127.0.0.1:8080", Server: gateway.DefaultServerConfig(),
-		DrainDelay: 5 * time.Second, DrainTimeout: 30 * time.Second, LogLevel: "info", Gateway: gateway.DefaultConfig()}
+	g := gateway.DefaultConfig()
+	return fileConfig{Policy: sweep.PolicySpec{Name: g.Policy}, Listen: "127.0.0.1:8080", Server: gateway.DefaultServerConfig(),
+		DrainDelay: 5 * time.Second, DrainTimeout: 30 * time.Second, LogLevel: "info", Gateway: g}
 }
 
 // options are the command-line flags.
 type options struct {
-	fs             *flag.FlagSet
-	config         string
-	listen         string
-	adminListen    string
-	backends       string
-	policy         string
-	policyParams   string
-	scrapeInterval time.Duration
-	apiKeysFile    string
-	debugHeaders   bool
-	seed           uint64
-	logLevel       string
-	drainDelay     time.Duration
-	drainTimeout   time.Duration
-	listPolicies   bool
-	kvConnect      string
-	kvReplay       string
-	kvBind         string
-	tokenize       bool
-	getenv         func(string) string
+	fs              *flag.FlagSet
+	config          string
+	listen          string
+	adminListen     string
+	backends        string
+	policy          string
+	policyParams    string
+	metricsInterval time.Duration
+	apiKeysFile     string
+	debugHeaders    bool
+	seed            uint64
+	logLevel        string
+	drainDelay      time.Duration
+	drainTimeout    time.Duration
+	listPolicies    bool
+	kvConnect       string
+	kvReplay        string
+	kvBind          string
+	tokenize        bool
+	getenv          func(string) string
 }
 
 func parseFlags(args []string, stderr io.Writer) (*options, error) {
@@ -90,12 +102,13 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.listen, "listen", d.Listen, "address to serve on")
 	fs.StringVar(&o.adminListen, "admin-listen", "", "address serving /health, /ready and /metrics with no API key (empty: /metrics on -listen)")
 	fs.StringVar(&o.backends, "backends", "", "comma-separated backends, URL or NAME=URL, e.g. gpu-a=http://10.0.0.1:8000,gpu-b=http://10.0.0.2:8000")
-	fs.StringVar(&o.policy, "policy", d.Gateway.Policy, "routing policy (-list-policies lists them)")
-	fs.StringVar(&o.policyParams, "policy-params", "", `policy parameters as a JSON object, e.g. {"prefix_weight":3}`)
-	fs.DurationVar(&o.scrapeInterval, "scrape-interval", d.Gateway.Health.ScrapeInterval, "interval between scrapes of each backend's /metrics")
+	fs.StringVar(&o.policy, "policy", d.Policy.Name, "routing policy: a name (-list-policies lists them) or, with parameters, the config file's form {name: NAME, PARAM: VALUE, ...} (YAML or JSON)")
+	fs.StringVar(&o.policyParams, "policy-params", "", "deprecated, use -policy '{name: NAME, PARAM: VALUE}': the policy's parameters as a JSON object")
+	fs.DurationVar(&o.metricsInterval, "metrics-interval", d.Gateway.Health.ScrapeInterval, "interval between scrapes of each backend's /metrics (health.metrics_interval)")
+	fs.DurationVar(&o.metricsInterval, "scrape-interval", d.Gateway.Health.ScrapeInterval, "deprecated, use -metrics-interval")
 	fs.StringVar(&o.apiKeysFile, "api-keys-file", "", "file of API keys clients must send as Authorization: Bearer, one a line (also $"+keysEnv+", comma-separated)")
 	fs.BoolVar(&o.debugHeaders, "debug-headers", false, "add X-Kvroute-Endpoint (backend name) and X-Kvroute-Reason to responses")
-	fs.Uint64Var(&o.seed, "seed", d.Gateway.Seed, "seed of the policy's random source")
+	fs.Uint64Var(&o.seed, "seed", d.Seed, "master seed, as a sweep file's: the policy's random source is seeded with the router seed derived from it")
 	fs.StringVar(&o.logLevel, "log-level", d.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&o.drainDelay, "drain-delay", d.DrainDelay, "after SIGTERM, how long /ready answers 503 while the router keeps serving")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", d.DrainTimeout, "longest drain after SIGTERM, delay included")
@@ -142,12 +155,25 @@ func (o *options) load() (fileConfig, error) {
 	if err := c.validate(); err != nil {
 		return c, err
 	}
-	prefill, err := prefillPredictors(c.Hardware, c.Gateway.Backends)
+	c.Gateway.Policy, c.Gateway.PolicyParams = c.Policy.Name, c.Policy.Params
+	c.Gateway.Seed = sweep.RouterSeed(c.Seed)
+	cat, err := sweep.LoadCatalog(c.Catalog)
+	if err != nil {
+		return c, fmt.Errorf("route: catalog: %w", err)
+	}
+	prefill, err := prefillPredictors(cat, c.Hardware, c.Gateway.Backends)
 	if err != nil {
 		return c, err
 	}
 	c.Gateway.Prefill = prefill
 	return c, c.Gateway.Validate()
+}
+
+// given reports whether flag name was set on the command line.
+func (o *options) given(name string) bool {
+	found := false
+	o.fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
 }
 
 // validate checks the process settings.
@@ -203,25 +229,35 @@ func (o *options) apply(name string, c *fileConfig) error {
 	case "backends":
 		c.Gateway.Backends = splitList(o.backends)
 	case "policy":
-		c.Gateway.Policy = o.policy
-	case "policy-params":
-		c.Gateway.PolicyParams = nil
-		if strings.TrimSpace(o.policyParams) == "" {
-			return nil
+		spec, err := sweep.ParsePolicySpec([]byte(o.policy))
+		if err != nil {
+			return err
 		}
-		dec := json.NewDecoder(strings.NewReader(o.policyParams))
-		dec.UseNumber()
-		if err := dec.Decode(&c.Gateway.PolicyParams); err != nil {
+		c.Policy = spec
+	case "policy-params":
+		params, err := sweep.ParsePolicyParams([]byte(o.policyParams))
+		if err != nil && strings.TrimSpace(o.policyParams) != "" {
 			return fmt.Errorf("want a JSON object: %w", err)
 		}
-	case "scrape-interval":
-		c.Gateway.Health.ScrapeInterval = o.scrapeInterval
+		if o.given("policy") && len(c.Policy.Params) > 0 {
+			return errors.New("-policy already gives the parameters")
+		}
+		c.Policy.Params = params
+		c.deprecated = append(c.deprecated, "-policy-params is deprecated: use -policy '{name: NAME, PARAM: VALUE, ...}'")
+	case "metrics-interval", "scrape-interval":
+		if name == "scrape-interval" {
+			if o.given("metrics-interval") {
+				return errors.New("give -metrics-interval only; -scrape-interval is its deprecated spelling")
+			}
+			c.deprecated = append(c.deprecated, "-scrape-interval is deprecated: use -metrics-interval")
+		}
+		c.Gateway.Health.ScrapeInterval = o.metricsInterval
 	case "api-keys-file":
 		c.APIKeysFile = o.apiKeysFile
 	case "debug-headers":
 		c.Gateway.DebugHeaders = o.debugHeaders
 	case "seed":
-		c.Gateway.Seed = o.seed
+		c.Seed = o.seed
 	case "log-level":
 		c.LogLevel = o.logLevel
 	case "drain-delay":
@@ -236,16 +272,6 @@ func (o *options) apply(name string, c *fileConfig) error {
 		c.Gateway.KVEvents.Bind = o.kvBind
 	case "tokenize":
 		c.Gateway.Tokenize.Remote = o.tokenize
-	}
-	return nil
-}
-
-// decodeYAML decodes data over c strictly: an unknown field is an error that names it.
-func decodeYAML(data []byte, c *fileConfig) error {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) { // io.EOF: an empty file
-		return err
 	}
 	return nil
 }

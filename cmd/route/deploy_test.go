@@ -44,6 +44,9 @@ func checkDeployFile(t *testing.T, name string) {
 		if err := decodeYAML([]byte(doc.Data["route.yaml"]), &cfg); err != nil {
 			t.Fatalf("route.yaml in the ConfigMap: %v", err)
 		}
+		if len(cfg.deprecated) > 0 {
+			t.Fatalf("route.yaml in the ConfigMap uses deprecated spellings: %q", cfg.deprecated)
+		}
 		if err := cfg.Server.Validate(); err != nil {
 			t.Fatalf("route.yaml in the ConfigMap: %v", err)
 		}

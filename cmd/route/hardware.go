@@ -7,22 +7,16 @@ import (
 	"strings"
 
 	"kvroute/gpumodel"
+	"kvroute/internal/sweep"
 	"kvroute/router"
 )
 
-// hardwareSpec is what a backend runs on: the step-time model predicted-ttft prices prefill
-// with (gpumodel's catalog names; tp defaults to 1). The engine settings are vLLM's defaults
-// for that GPU (gpumodel.DefaultDeployment).
-type hardwareSpec struct {
-	GPU   string `yaml:"gpu"`
-	Model string `yaml:"model"`
-	TP    int    `yaml:"tp"`
-}
-
 // prefillPredictors builds, for each entry of hardware (keyed by backend name or URL), the
-// backend's step-time model. Unknown GPUs or models, a key that names no backend, and a
-// tensor-parallel size below 1 are errors naming the entry.
-func prefillPredictors(hardware map[string]hardwareSpec, backends []string) (map[string]router.PrefillPredictor, error) {
+// backend's step-time model from the replica the entry describes, resolved in cat as the
+// simulator resolves a fleet (sweep.ReplicaConfig.Engine), so a backend is priced live as
+// the simulator prices its replicas. Bad values and a key that names no backend are errors
+// naming the entry and its key (hardware.NAME.gpu).
+func prefillPredictors(cat gpumodel.Catalog, hardware map[string]sweep.ReplicaConfig, backends []string) (map[string]router.PrefillPredictor, error) {
 	if len(hardware) == 0 {
 		return nil, nil
 	}
@@ -42,34 +36,21 @@ func prefillPredictors(hardware map[string]hardwareSpec, backends []string) (map
 	out := make(map[string]router.PrefillPredictor, len(hardware))
 	var errs []error
 	for _, k := range keys {
-		p, err := predictorFor(hardware[k])
-		switch {
-		case !known[strings.TrimRight(k, "/")]:
+		if !known[strings.TrimRight(k, "/")] {
 			errs = append(errs, fmt.Errorf("route: hardware.%s: no backend has that name or URL", k))
-		case err != nil:
-			errs = append(errs, fmt.Errorf("route: hardware.%s: %w", k, err))
-		default:
-			out[strings.TrimRight(k, "/")] = p
+			continue
 		}
+		ec, err := hardware[k].Engine(cat, "hardware."+k)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("route: %w", err))
+			continue
+		}
+		p, err := gpumodel.NewPrefillPredictor(ec.Deployment)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("route: hardware.%s: %w", k, err))
+			continue
+		}
+		out[strings.TrimRight(k, "/")] = p
 	}
 	return out, errors.Join(errs...)
-}
-
-func predictorFor(h hardwareSpec) (*gpumodel.PrefillPredictor, error) {
-	g, err := gpumodel.LookupGPU(h.GPU)
-	if err != nil {
-		return nil, fmt.Errorf("gpu: %w", err)
-	}
-	m, err := gpumodel.LookupModel(h.Model)
-	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
-	}
-	tp := h.TP
-	if tp == 0 {
-		tp = 1
-	}
-	if tp < 1 {
-		return nil, fmt.Errorf("tp %d: want >= 1", h.TP)
-	}
-	return gpumodel.NewPrefillPredictor(gpumodel.DefaultDeployment(g, m, tp))
 }

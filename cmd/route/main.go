@@ -4,11 +4,14 @@
 // accounting.
 //
 //	route -listen 127.0.0.1:8080 -backends a=http://a:8000,b=http://b:8000 -policy prefix-score
+//	route -backends a=http://a:8000 -policy '{name: kv-router, overlap_score_credit: 1}' -seed 7
 //	route -config route.yaml
 //	KVROUTE_API_KEYS=k1,k2 route -config route.yaml -admin-listen 127.0.0.1:9090
 //
 // It serves POST /v1/chat/completions and /v1/completions, GET /v1/models, /health, /ready and
-// its own Prometheus /metrics (on -admin-listen when set). SIGHUP re-reads the configuration
+// its own Prometheus /metrics (on -admin-listen when set). The policy spec, seed, metrics
+// interval, retries, body limit and hardware use the names and decoders of sweep files
+// (docs/vocabulary.md); deprecated spellings still work and are logged as warnings. SIGHUP re-reads the configuration
 // (the file, then the flags given, then the API keys) without dropping requests in flight.
 // SIGTERM or SIGINT drains: /ready answers 503 at once while the router keeps serving on its
 // open listener for the drain delay and until nothing is in flight, then it stops accepting
@@ -69,6 +72,7 @@ func run(ctx context.Context, args []string, e env) int {
 	}
 	level, _ := parseLevel(cfg.LogLevel)
 	log := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level}))
+	warnDeprecated(log, cfg)
 	if err := serve(ctx, o, cfg, e, log); err != nil {
 		log.Error("route stopped", "err", err)
 		return 1
@@ -211,6 +215,7 @@ func reload(o *options, cfg *fileConfig, g *gateway.Gateway, log *slog.Logger) e
 		next.Listen, next.AdminListen, next.Server = cfg.Listen, cfg.AdminListen, cfg.Server
 	}
 	*cfg = next
+	warnDeprecated(log, next)
 	log.Info("configuration reloaded", "policy", next.Gateway.Policy, "backends", len(next.Gateway.Backends))
 	return nil
 }
@@ -246,6 +251,13 @@ func shutdown(g *gateway.Gateway, servers []server, cfg *fileConfig, log *slog.L
 	}
 	log.Info("drained")
 	return errors.Join(errs...)
+}
+
+// warnDeprecated logs, once per load, each deprecated spelling the configuration used.
+func warnDeprecated(log *slog.Logger, c fileConfig) {
+	for _, w := range c.deprecated {
+		log.Warn("deprecated configuration: see docs/vocabulary.md", "use", w)
+	}
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kvroute/internal/gateway"
+	"kvroute/internal/sweep"
 )
 
 func writeFile(t *testing.T, name, text string) string {
@@ -30,28 +31,32 @@ func writeFile(t *testing.T, name, text string) string {
 	return p
 }
 
-func TestLoadConfig(t *testing.T) {
-	full := writeFile(t, "full.yaml", `
+// fullConfig is a route config that sets every key, in the current spelling.
+const fullConfig = `
 listen: 0.0.0.0:9000
 admin_listen: 127.0.0.1:9090
 drain_delay: 2s
 drain_timeout: 5s
 log_level: debug
 server: {read_header_timeout: 5s, read_body_timeout: 6s, write_timeout: 7s, idle_timeout: 1m, max_header_bytes: 4096, max_connections: 50}
-policy: prefix-cache
-policy_params: {imbalance_abs: 8}
+policy: {name: prefix-cache, imbalance_abs: 8}
 seed: 7
 backends: [a=http://a:8000, http://b:8000]
 api_keys: [secret]
 debug_headers: true
-health: {scrape_interval: 100ms, scrape_timeout: 2s, failure_threshold: 5, max_backoff: 5s, models_interval: 30s}
+health: {metrics_interval: 100ms, scrape_timeout: 2s, failure_threshold: 5, max_backoff: 5s, models_interval: 30s}
 timeouts: {header: 10s, first_byte: 20s, idle: 30s}
 limits: {max_body_bytes: 1048576, max_retries: 1}
 kv_events: {connect: [a=tcp://a:5557, tcp://b:5557], replay: [a=tcp://a:5558], block_size: 64}
 tokenize: {remote: true, cache_entries: 10, timeout: 1s}
-`)
+`
+
+func TestLoadConfig(t *testing.T) {
+	full := writeFile(t, "full.yaml", fullConfig)
+	old := strings.NewReplacer("policy: {name: prefix-cache, imbalance_abs: 8}", "policy: prefix-cache\npolicy_params: {imbalance_abs: 8}",
+		"metrics_interval", "scrape_interval").Replace(fullConfig)
 	want := gateway.Config{
-		Policy: "prefix-cache", PolicyParams: map[string]any{"imbalance_abs": 8}, Seed: 7,
+		Policy: "prefix-cache", PolicyParams: map[string]any{"imbalance_abs": 8}, Seed: sweep.RouterSeed(7),
 		Backends: []string{"a=http://a:8000", "http://b:8000"}, APIKeys: []string{"secret"}, DebugHeaders: true,
 		Health:   gateway.HealthConfig{ScrapeInterval: 100 * time.Millisecond, ScrapeTimeout: 2 * time.Second, FailureThreshold: 5, MaxBackoff: 5 * time.Second, ModelsInterval: 30 * time.Second},
 		Timeouts: gateway.TimeoutsConfig{Header: 10 * time.Second, FirstByte: 20 * time.Second, Idle: 30 * time.Second, Request: 30 * time.Minute},
@@ -69,6 +74,9 @@ tokenize: {remote: true, cache_entries: 10, timeout: 1s}
 			if diff := cmp.Diff(want, c.Gateway); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
+			if len(c.deprecated) != 0 {
+				t.Errorf("deprecation warnings %q for a config in the current spelling", c.deprecated)
+			}
 			if c.Listen != "0.0.0.0:9000" || c.AdminListen != "127.0.0.1:9090" || c.DrainDelay != 2*time.Second || c.DrainTimeout != 5*time.Second || c.LogLevel != "debug" {
 				t.Errorf("process settings %+v", c)
 			}
@@ -76,6 +84,33 @@ tokenize: {remote: true, cache_entries: 10, timeout: 1s}
 				IdleTimeout: time.Minute, MaxHeaderBytes: 4096, MaxConnections: 50}
 			if c.Server != want {
 				t.Errorf("server %+v, want %+v", c.Server, want)
+			}
+		}, ""},
+		{"deprecated spellings", []string{"-config", writeFile(t, "old.yaml", old)}, func(t *testing.T, c fileConfig) {
+			if diff := cmp.Diff(want, c.Gateway); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if got := strings.Join(c.deprecated, "\n"); !strings.Contains(got, "policy_params") || !strings.Contains(got, "health.scrape_interval") {
+				t.Errorf("warnings %q: want one for policy_params and one for health.scrape_interval", got)
+			}
+		}, ""},
+		{"policy_params without policy", []string{"-config", writeFile(t, "pp.yaml", "backends: [http://a:1]\npolicy_params: {prefix_weight: 3}\n")}, func(t *testing.T, c fileConfig) {
+			if c.Gateway.Policy != "prefix-score" || fmt.Sprint(c.Gateway.PolicyParams) != "map[prefix_weight:3]" {
+				t.Errorf("policy %q %v: want the default policy with the parameters", c.Gateway.Policy, c.Gateway.PolicyParams)
+			}
+		}, ""},
+		{"flags in the current spelling", []string{"-config", full, "-policy", "{name: least-request}", "-metrics-interval", "20ms", "-seed", "3"}, func(t *testing.T, c fileConfig) {
+			g := c.Gateway
+			if g.Policy != "least-request" || g.PolicyParams != nil || g.Health.ScrapeInterval != 20*time.Millisecond || g.Seed != sweep.RouterSeed(3) {
+				t.Errorf("got %+v", g)
+			}
+			if len(c.deprecated) != 0 {
+				t.Errorf("deprecation warnings %q", c.deprecated)
+			}
+		}, ""},
+		{"policy flag with parameters", []string{"-backends", "http://a:1", "-policy", `{"name": "prefix-cache", "imbalance_abs": 8}`}, func(t *testing.T, c fileConfig) {
+			if c.Gateway.Policy != "prefix-cache" || fmt.Sprint(c.Gateway.PolicyParams) != "map[imbalance_abs:8]" {
+				t.Errorf("got %q %v", c.Gateway.Policy, c.Gateway.PolicyParams)
 			}
 		}, ""},
 		{"flags override the file", []string{"-config", full, "-policy", "least-request", "-backends", "http://c:1", "-scrape-interval", "20ms", "-debug-headers=false", "-policy-params", `{"x":1}`,
@@ -86,6 +121,9 @@ tokenize: {remote: true, cache_entries: 10, timeout: 1s}
 			}
 			if g.Health.FailureThreshold != 5 {
 				t.Errorf("flags not given must keep the file's values: %+v", g.Health)
+			}
+			if len(c.deprecated) != 2 {
+				t.Errorf("warnings %q: want one for -scrape-interval and one for -policy-params", c.deprecated)
 			}
 			if fmt.Sprint(g.KVEvents.Connect, g.KVEvents.Replay, g.KVEvents.BlockSize, g.Tokenize.Remote) != "[http://c:1=tcp://c:5557] [] 64 false" {
 				t.Errorf("kv events %+v, tokenize %+v", g.KVEvents, g.Tokenize)
@@ -109,6 +147,11 @@ tokenize: {remote: true, cache_entries: 10, timeout: 1s}
 		{"invalid values", []string{"-config", writeFile(t, "val.yaml", "backends: [ftp://a]\nlimits: {max_retries: -1}\n")}, nil, "limits.max_retries"},
 		{"no backends", nil, nil, "backends: at least one required"},
 		{"bad policy params", []string{"-backends", "http://a:1", "-policy-params", "[1]"}, nil, "-policy-params"},
+		{"bad policy spec", []string{"-backends", "http://a:1", "-policy", "{block_size: 64}"}, nil, "-policy: sweep: line 1: policy: the mapping needs a name"},
+		{"parameters twice", []string{"-backends", "http://a:1", "-policy", "{name: prefix-cache, imbalance_abs: 8}", "-policy-params", `{"imbalance_abs":9}`}, nil, "-policy already gives"},
+		{"both interval flags", []string{"-backends", "http://a:1", "-metrics-interval", "1s", "-scrape-interval", "2s"}, nil, "give -metrics-interval only"},
+		{"both interval keys", []string{"-config", writeFile(t, "two.yaml", "backends: [http://a:1]\nhealth: {metrics_interval: 1s, scrape_interval: 2s}\n")}, nil, "give metrics_interval only"},
+		{"policy_params with a mapping", []string{"-config", writeFile(t, "pm.yaml", "backends: [http://a:1]\npolicy: {name: prefix-cache}\npolicy_params: {x: 1}\n")}, nil, "line 3: policy_params with a policy mapping"},
 		{"missing file", []string{"-config", "/nonexistent.yaml"}, nil, "nonexistent"},
 		{"bad log level", []string{"-backends", "http://a:1", "-log-level", "loud"}, nil, "log_level"},
 	}

@@ -38,7 +38,9 @@ var allowed = map[string][]string{
 	"internal/benchload": {"kvroute/router/routertest"},
 	"internal/e2e":       {},
 	"internal/calibrate": {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
-	"internal/sweep":     {"kvroute/workloads", "kvroute/results", "kvroute/sim", "kvroute/router/tokenize", "go.yaml.in/yaml/v3"},
+	// internal/sweep: gpumodel and sim/engine because it resolves fleet sections into engine
+	// configurations, the one resolver cmd/simulate, cmd/emulate and cmd/route share.
+	"internal/sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router/tokenize", "go.yaml.in/yaml/v3"},
 	// sweeprun runs a sweep file's simulations for cmd/simulate, tests and library users.
 	"sweeprun": {"kvroute/internal/sweep", "kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "go.yaml.in/yaml/v3"},
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"kvroute/gpumodel"
+	"kvroute/internal/openai"
 	"kvroute/sim/engine"
 )
 
@@ -48,26 +49,31 @@ type Config struct {
 	KVEvents KVEventsConfig `json:"kv_events" yaml:"kv_events"`
 	// StepTime, when not nil, replaces gpumodel's step pricing (tests use fixed step times).
 	StepTime func(gpumodel.Step) time.Duration `json:"-" yaml:"-"`
+	// Deployment, when not nil, is the resolved replica to run, and GPU, Model, TP,
+	// MaxNumBatchedTokens and MaxNumSeqs are not looked up: cmd/emulate resolves a sweep
+	// file's fleet section (catalog and engine arguments included) with the simulator's own
+	// resolver and passes the result here. Model still names the served model.
+	Deployment *gpumodel.Deployment `json:"-" yaml:"-"`
 }
 
 // DefaultConfig returns one Llama-3.1-8B replica on an H100 in real time, generating 16 tokens
-// unless asked otherwise and at most 4,096, with 32 MiB request bodies and no listener.
+// unless asked otherwise and at most 4,096, with request bodies up to
+// openai.DefaultMaxBodyBytes (16 MiB, the router's default too) and no listener.
 func DefaultConfig() Config {
 	return Config{
 		GPU: "H100-SXM-80GB", Model: "llama-3.1-8b", TP: 1, Speed: 1,
-		DefaultMaxTokens: 16, MaxTokensCap: 4096, MaxBodyBytes: 32 << 20,
+		DefaultMaxTokens: 16, MaxTokensCap: 4096, MaxBodyBytes: openai.DefaultMaxBodyBytes,
 	}
 }
 
-// Validate reports every problem with c, joined, or nil. It resolves the GPU and model in
-// gpumodel's built-in catalog.
+// Validate reports every problem with c, joined, or nil. Without a Deployment it resolves the
+// GPU and model in gpumodel's built-in catalog.
 func (c Config) Validate() error {
 	var errs []error
-	if _, err := gpumodel.LookupGPU(c.GPU); err != nil {
-		errs = append(errs, fmt.Errorf("emulate: gpu: %w", err))
-	}
-	if _, err := gpumodel.LookupModel(c.Model); err != nil {
-		errs = append(errs, fmt.Errorf("emulate: model: %w", err))
+	if c.Deployment == nil {
+		errs = append(errs, c.validateLookup())
+	} else if err := c.Deployment.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("emulate: deployment: %w", err))
 	}
 	if c.TP < 1 {
 		errs = append(errs, fmt.Errorf("emulate: tp must be at least 1, got %d", c.TP))
@@ -107,8 +113,23 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-// deployment resolves c into a validated gpumodel deployment.
+// validateLookup checks that the GPU and model are in the built-in catalog.
+func (c Config) validateLookup() error {
+	var errs []error
+	if _, err := gpumodel.LookupGPU(c.GPU); err != nil {
+		errs = append(errs, fmt.Errorf("emulate: gpu: %w", err))
+	}
+	if _, err := gpumodel.LookupModel(c.Model); err != nil {
+		errs = append(errs, fmt.Errorf("emulate: model: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// deployment resolves c into a validated gpumodel deployment: Deployment when set.
 func (c Config) deployment() (gpumodel.Deployment, error) {
+	if c.Deployment != nil {
+		return *c.Deployment, nil
+	}
 	g, err := gpumodel.LookupGPU(c.GPU)
 	if err != nil {
 		return gpumodel.Deployment{}, fmt.Errorf("emulate: gpu: %w", err)

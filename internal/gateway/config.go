@@ -8,18 +8,23 @@ import (
 	"strings"
 	"time"
 
+	"kvroute/internal/openai"
 	"kvroute/router"
 )
 
-// Config configures a Gateway. Durations decode from strings such as "50ms" in YAML.
+// Config configures a Gateway. Durations decode from strings such as "50ms" in YAML. The
+// policy and its seed are plain values with no YAML keys: cmd/route decodes its config's
+// policy spec and master seed with the decoder the simulator uses (internal/sweep, which this
+// package may not import) and fills them in.
 type Config struct {
 	// Policy is the registry name of the routing policy ("prefix-score").
-	Policy string `yaml:"policy" json:"policy"`
+	Policy string `yaml:"-" json:"-"`
 	// PolicyParams are the policy's parameters, keyed by its configuration's JSON tags; nil
 	// means the policy's defaults.
-	PolicyParams map[string]any `yaml:"policy_params" json:"policy_params"`
-	// Seed seeds the policy's random source.
-	Seed uint64 `yaml:"seed" json:"seed"`
+	PolicyParams map[string]any `yaml:"-" json:"-"`
+	// Seed seeds the policy's random source as given. cmd/route derives it from its master
+	// seed as the simulator derives a router's seed from a sweep's (sweep.RouterSeed).
+	Seed uint64 `yaml:"-" json:"-"`
 	// Backends are the model servers, each its base URL ("http://10.0.0.1:8000") or
 	// NAME=URL ("gpu-a=http://10.0.0.1:8000"). The name is all clients and metrics labels
 	// ever show of a backend (URLs stay private); it defaults to "backend-" and 8 hex digits
@@ -51,8 +56,10 @@ type Config struct {
 
 // HealthConfig configures the per-backend scrape loop, which is also the health check.
 type HealthConfig struct {
-	// ScrapeInterval is the time between scrapes of a ready backend's /metrics (50ms).
-	ScrapeInterval time.Duration `yaml:"scrape_interval" json:"scrape_interval"`
+	// ScrapeInterval is the time between scrapes of a ready backend's /metrics (50ms): the
+	// metrics_interval of the shared vocabulary (docs/vocabulary.md), the sweep files'
+	// router.metrics_interval.
+	ScrapeInterval time.Duration `yaml:"metrics_interval" json:"metrics_interval"`
 	// ScrapeTimeout bounds one scrape (1s).
 	ScrapeTimeout time.Duration `yaml:"scrape_timeout" json:"scrape_timeout"`
 	// FailureThreshold is the number of consecutive failed scrapes that ejects a backend (3).
@@ -81,12 +88,14 @@ type TimeoutsConfig struct {
 
 // LimitsConfig bounds requests.
 type LimitsConfig struct {
-	// MaxBodyBytes is the largest request body accepted, in bytes (16 MiB); larger gets 413.
+	// MaxBodyBytes is the largest request body accepted, in bytes (openai.DefaultMaxBodyBytes,
+	// 16 MiB, as the emulator); larger gets 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes"`
 	// MaxRetries is how many other backends a request is tried on when a backend certainly
 	// did not handle it: the connection was refused (nothing was sent), or it answered 503 or
-	// 429, the statuses servers refuse work with before reading it (2; 0: never retried). A
-	// request a backend may have received is never sent again.
+	// 429, the statuses servers refuse work with before reading it (2, the simulator's
+	// router.max_retries default; 0: never retried). A request a backend may have received is
+	// never sent again.
 	MaxRetries int `yaml:"max_retries" json:"max_retries"`
 }
 
@@ -100,7 +109,7 @@ func DefaultConfig() Config {
 			MaxBackoff: 2 * time.Second, ModelsInterval: 10 * time.Second,
 		},
 		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second, Request: 30 * time.Minute},
-		Limits:   LimitsConfig{MaxBodyBytes: 16 << 20, MaxRetries: 2},
+		Limits:   LimitsConfig{MaxBodyBytes: openai.DefaultMaxBodyBytes, MaxRetries: 2},
 		KVEvents: KVEventsConfig{BlockSize: 16},
 		Tokenize: TokenizeConfig{CacheEntries: 4096, Timeout: 2 * time.Second},
 	}
@@ -149,11 +158,11 @@ func (c Config) Validate() error {
 
 func (h HealthConfig) validate() error {
 	var errs []error
-	positive(&errs, "health.scrape_interval", h.ScrapeInterval)
+	positive(&errs, "health.metrics_interval", h.ScrapeInterval)
 	positive(&errs, "health.scrape_timeout", h.ScrapeTimeout)
 	positive(&errs, "health.models_interval", h.ModelsInterval)
 	if h.MaxBackoff < h.ScrapeInterval {
-		errs = append(errs, fmt.Errorf("health.max_backoff %v: want >= health.scrape_interval %v", h.MaxBackoff, h.ScrapeInterval))
+		errs = append(errs, fmt.Errorf("health.max_backoff %v: want >= health.metrics_interval %v", h.MaxBackoff, h.ScrapeInterval))
 	}
 	if h.FailureThreshold < 1 {
 		errs = append(errs, fmt.Errorf("health.failure_threshold %d: want >= 1", h.FailureThreshold))

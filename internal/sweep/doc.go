@@ -6,4 +6,11 @@
 // or router (and requests, duration, seed) is a sweep axis; its points are the cartesian product
 // of the axes, in file order with the last axis fastest. Decoding is strict: unknown fields,
 // wrong types and bad values name the file, the line and the field.
+//
+// It is also the one decoder of the vocabulary the commands share (docs/vocabulary.md): a
+// policy spec (PolicySpec, ParsePolicySpec), read by sweep files and by cmd/route's config and
+// -policy flag; a fleet section and its per-replica part (FleetConfig, ReplicaConfig, resolved
+// into engine configurations by ReplicaConfig.Engine), read by sweep files, cmd/emulate -fleet
+// and cmd/route's hardware section; and the derivation of a policy's seed from a master seed
+// (RouterSeed).
 package sweep

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -38,15 +37,28 @@ type File struct {
 	Replications int `yaml:"replications,omitempty"`
 }
 
-// FleetConfig is the simulated fleet.
+// FleetConfig is the simulated fleet: how many replicas, and what each runs. cmd/emulate
+// serves the same section (-fleet) and each entry of cmd/route's hardware section is its
+// ReplicaConfig, so a fleet is simulated, emulated and priced live from one description.
 type FleetConfig struct {
-	Replicas int    `yaml:"replicas"`
-	GPU      string `yaml:"gpu"`
-	Model    string `yaml:"model"`
-	TP       int    `yaml:"tp"`
+	// Replicas is the number of identical replicas, 1..4096.
+	Replicas int `yaml:"replicas"`
+	// ReplicaConfig is what every replica runs; its keys sit inline in the fleet section.
+	ReplicaConfig `yaml:",inline"`
+}
+
+// ReplicaConfig is one vLLM replica: the hardware, the model and the engine arguments that
+// change its KV capacity, batching or semantics. Zero values keep vLLM's defaults.
+type ReplicaConfig struct {
+	// GPU is a catalog name or alias ("H100-SXM-80GB").
+	GPU string `yaml:"gpu"`
+	// Model is a catalog name or alias ("llama-3.1-8b").
+	Model string `yaml:"model"`
+	// TP is the tensor-parallel size in GPUs (0: 1).
+	TP int `yaml:"tp"`
 	// NumBlocks overrides each replica's KV capacity in 16-token blocks (0: from the GPU).
 	NumBlocks int `yaml:"num_blocks,omitempty"`
-	// MemoryUtilization is vLLM's gpu_memory_utilization (0: 0.9).
+	// MemoryUtilization is vLLM's gpu_memory_utilization, a fraction in (0, 1] (0: 0.9).
 	MemoryUtilization float64 `yaml:"gpu_memory_utilization,omitempty"`
 	// Quantization is vLLM's --quantization: fp8, or none (empty: the model's own).
 	Quantization string `yaml:"quantization,omitempty"`
@@ -90,65 +102,6 @@ type SLOConfig struct {
 	TTFTMs float64 `yaml:"ttft_ms,omitempty"`
 	TPOTMs float64 `yaml:"tpot_ms,omitempty"`
 	E2EMs  float64 `yaml:"e2e_ms,omitempty"`
-}
-
-// PolicySpec is a policy name with optional parameters: `prefix-cache` or
-// `{name: prefix-cache, block_size: 64}`.
-type PolicySpec struct {
-	Name   string
-	Params map[string]any
-}
-
-// UnmarshalYAML reads a name or a mapping with a name and parameters.
-func (p *PolicySpec) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind == yaml.ScalarNode {
-		p.Name = n.Value
-		return nil
-	}
-	var m map[string]any
-	if err := n.Decode(&m); err != nil {
-		return err
-	}
-	name, ok := m["name"].(string)
-	if !ok || name == "" {
-		return fmt.Errorf("line %d: policy needs a name", n.Line)
-	}
-	delete(m, "name")
-	p.Name, p.Params = name, m
-	if len(m) == 0 {
-		p.Params = nil
-	}
-	return nil
-}
-
-// MarshalYAML writes the short form when there are no parameters.
-func (p PolicySpec) MarshalYAML() (any, error) {
-	if len(p.Params) == 0 {
-		return p.Name, nil
-	}
-	m := map[string]any{"name": p.Name}
-	for k, v := range p.Params {
-		m[k] = v
-	}
-	return m, nil
-}
-
-// Label is the policy's name in run names: the name, plus its parameters in key order.
-func (p PolicySpec) Label() string {
-	if len(p.Params) == 0 {
-		return p.Name
-	}
-	keys := make([]string, 0, len(p.Params))
-	for k := range p.Params {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var b strings.Builder
-	b.WriteString(p.Name)
-	for _, k := range keys {
-		fmt.Fprintf(&b, ",%s=%v", k, p.Params[k])
-	}
-	return b.String()
 }
 
 // Point is one scenario of a sweep: the file with every axis fixed, and the axis values that

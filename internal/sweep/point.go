@@ -20,8 +20,13 @@ func (p Point) Workload() workloads.Config {
 // so every policy of a point, simulated or live, sees the same requests.
 func (p Point) WorkloadSeed() uint64 { return sim.SubSeed(p.Seed, "workload") }
 
-// RouterSeed is the seed of the routing policy's random source.
-func (p Point) RouterSeed() uint64 { return sim.SubSeed(p.Seed, "router") }
+// RouterSeed is the seed of the routing policy's random source: RouterSeed of the file's seed.
+func (p Point) RouterSeed() uint64 { return RouterSeed(p.Seed) }
+
+// RouterSeed derives the seed of a routing policy's random source from a master seed (a
+// sweep file's seed, cmd/route's seed), so that the same seed gives the same policy random
+// stream in the simulator and in the router.
+func RouterSeed(master uint64) uint64 { return sim.SubSeed(master, "router") }
 
 // MaxReplications bounds replications: each one is a full run of every policy.
 const MaxReplications = 1000
