@@ -184,7 +184,7 @@ func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response,
 		req.URL = b.complURL
 	}
 	req.Body = io.NopCloser(bytes.NewReader(c.body))
-	req.GetBody = c.getBody
+	req.GetBody = nil // the transport cannot rewind the body, so it never sends the request twice
 	c.arm(phaseHeader)
 	resp, err := f.g.opts.Transport.RoundTrip(req)
 	if err != nil {
