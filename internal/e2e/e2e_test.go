@@ -198,12 +198,7 @@ func TestConversationHitsTheCacheOnItsSecondTurn(t *testing.T) {
 func TestReplicaKilledDuringBurst(t *testing.T) {
 	s := start(t, 3, "least-request", 4) // ~300 decode steps take about a second
 	dead := "http://" + s.replicas[0].Addr()
-	deadName := ""
-	for _, b := range s.gw.Backends() {
-		if b.URL == dead {
-			deadName = b.Name
-		}
-	}
+	deadName := s.backendName(dead)
 	const n = 36
 	var wg sync.WaitGroup
 	replies := make([]reply, n)
@@ -256,6 +251,16 @@ func TestReplicaKilledDuringBurst(t *testing.T) {
 	if rep := chat(t, s.url, []map[string]string{{"role": "user", "content": "after"}}, true, 8); rep.status != http.StatusOK || !rep.done {
 		t.Fatalf("after recovery: %+v", rep)
 	}
+}
+
+// backendName is the router's name for the backend at url.
+func (s *system) backendName(url string) string {
+	for _, b := range s.gw.Backends() {
+		if b.URL == url {
+			return b.Name
+		}
+	}
+	return ""
 }
 
 // waitHealth waits for the router to report backend's readiness as ready.

@@ -24,14 +24,7 @@ type outcome struct {
 // it received, and the retries metric, say how often the request was sent.
 func TestFailureRule(t *testing.T) {
 	served := outcome{200, "", 1}
-	cases := []struct {
-		name    string
-		breakIt func(bad, good *fake)
-		cfg     func(*Config)
-		badSees int // 0: the connection could not be made
-		never   outcome
-		twice   outcome // with max_retries 2
-	}{
+	cases := []ruleCase{
 		{"connection refused", func(bad, _ *fake) { bad.kill() }, nil, 0, outcome{502, "backend_error", 0}, served},
 		{"reset before the head", func(bad, _ *fake) { bad.headless.Store(headlessReset) }, nil, 1, outcome{502, "backend_error", 0}, served},
 		{"closed before the head", func(bad, _ *fake) { bad.headless.Store(headlessClose) }, nil, 1, outcome{502, "backend_error", 0}, served},
@@ -57,32 +50,48 @@ func TestFailureRule(t *testing.T) {
 				want := map[bool]outcome{false: tc.never, true: tc.twice}[retries > 0]
 				t.Run(fmt.Sprintf("%s/max_retries=%d/stream=%v", tc.name, retries, stream), func(t *testing.T) {
 					t.Parallel()
-					bad, good := newFake(t, "bad"), newFake(t, "good")
-					cfg := testConfig("first-ready", bad, good)
-					cfg.Health.ScrapeInterval, cfg.Health.MaxBackoff = time.Hour, time.Hour // only the proxy path sees the failure
-					cfg.Limits.MaxRetries = retries
-					if tc.cfg != nil {
-						tc.cfg(&cfg)
-					}
-					h := start(t, cfg)
-					tc.breakIt(bad, good)
-					r := h.post(t, "/v1/chat/completions", chatBody("rule-test", stream, ""))
-					h.waitHandled(t, 1)
-					checkOutcome(t, r, stream, want)
-					if got := bad.receivedWith("rule-test"); got != tc.badSees {
-						t.Errorf("the broken backend received the request %d times, want %d", got, tc.badSees)
-					}
-					if got := good.receivedWith("rule-test"); got != want.goodSees {
-						t.Errorf("the good backend received the request %d times, want %d", got, want.goodSees)
-					}
-					if got := counterValue(t, h, "kvroute_gateway_retries_total", "backend", "bad"); got != float64(want.goodSees) {
-						t.Errorf("retries counted for the broken backend: %v, want %d", got, want.goodSees)
-					}
-					h.assertNoInFlight(t)
+					tc.run(t, retries, stream, want)
 				})
 			}
 		}
 	}
+}
+
+// ruleCase is a broken backend TestFailureRule sends a request to.
+type ruleCase struct {
+	name    string
+	breakIt func(bad, good *fake)
+	cfg     func(*Config)
+	badSees int // 0: the connection could not be made
+	never   outcome
+	twice   outcome // with max_retries 2
+}
+
+// run sends one request, streamed or not, to the broken backend first and the good one
+// behind it, under max_retries retries, and checks that it ends as want says.
+func (tc ruleCase) run(t *testing.T, retries int, stream bool, want outcome) {
+	bad, good := newFake(t, "bad"), newFake(t, "good")
+	cfg := testConfig("first-ready", bad, good)
+	cfg.Health.ScrapeInterval, cfg.Health.MaxBackoff = time.Hour, time.Hour // only the proxy path sees the failure
+	cfg.Limits.MaxRetries = retries
+	if tc.cfg != nil {
+		tc.cfg(&cfg)
+	}
+	h := start(t, cfg)
+	tc.breakIt(bad, good)
+	r := h.post(t, "/v1/chat/completions", chatBody("rule-test", stream, ""))
+	h.waitHandled(t, 1)
+	checkOutcome(t, r, stream, want)
+	if got := bad.receivedWith("rule-test"); got != tc.badSees {
+		t.Errorf("the broken backend received the request %d times, want %d", got, tc.badSees)
+	}
+	if got := good.receivedWith("rule-test"); got != want.goodSees {
+		t.Errorf("the good backend received the request %d times, want %d", got, want.goodSees)
+	}
+	if got := counterValue(t, h, "kvroute_gateway_retries_total", "backend", "bad"); got != float64(want.goodSees) {
+		t.Errorf("retries counted for the broken backend: %v, want %d", got, want.goodSees)
+	}
+	h.assertNoInFlight(t)
 }
 
 // checkOutcome checks the client's answer r against want.
