@@ -22,7 +22,8 @@ const (
 	// before reading it (uvicorn's --limit-concurrency, rate limiters).
 	RetryBusy = "busy"
 	// RetryHeaderTimeout: no response head came within TimeoutsConfig.Header. The attempt's
-	// connection is closed, which makes vLLM abort the request.
+	// connection is closed, which makes vLLM abort the request. A non-streamed completion
+	// sends its head only when done: one longer than the header timeout fails everywhere.
 	RetryHeaderTimeout = "header_timeout"
 )
 
