@@ -15,7 +15,6 @@ import (
 
 	"kvroute/internal/emulate"
 	"kvroute/internal/gateway"
-	"kvroute/internal/vllm"
 )
 
 const model = "llama-3.1-8b"
@@ -82,6 +81,12 @@ type reply struct {
 // chat sends a chat completion and reads the whole answer, streamed or not.
 func chat(t *testing.T, url string, msgs []map[string]string, stream bool, maxTokens int) reply {
 	t.Helper()
+	return chatHead(t, url, msgs, stream, maxTokens, nil)
+}
+
+// chatHead is chat that calls onHead, when set, with the response head before reading the body.
+func chatHead(t *testing.T, url string, msgs []map[string]string, stream bool, maxTokens int, onHead func(*http.Response)) reply {
+	t.Helper()
 	body, _ := json.Marshal(map[string]any{
 		"model": model, "max_tokens": maxTokens, "messages": msgs, "stream": stream,
 		"stream_options": map[string]any{"include_usage": true},
@@ -92,6 +97,9 @@ func chat(t *testing.T, url string, msgs []map[string]string, stream bool, maxTo
 		return reply{transport: err.Error()}
 	}
 	defer resp.Body.Close()
+	if onHead != nil {
+		onHead(resp)
+	}
 	rep := reply{status: resp.StatusCode}
 	if !stream || resp.StatusCode != http.StatusOK {
 		var out struct {
@@ -183,28 +191,38 @@ func TestConversationHitsTheCacheOnItsSecondTurn(t *testing.T) {
 	}
 }
 
-// A replica killed during a burst: every request completes or ends with a clear error, the
-// router's in-flight counts return to zero, the dead replica is ejected, and it is re-admitted
-// once it comes back.
+// A replica killed during a burst, once it has streamed a first token: every request
+// completes or ends with a clear error, the requests it had not answered yet move to the
+// others, the streams it had started fail, the router's in-flight counts return to zero, the
+// dead replica is ejected, and it is re-admitted once it comes back.
 func TestReplicaKilledDuringBurst(t *testing.T) {
 	s := start(t, 3, "least-request", 4) // ~300 decode steps take about a second
+	dead := "http://" + s.replicas[0].Addr()
+	deadName := s.backendName(dead)
 	const n = 36
 	var wg sync.WaitGroup
 	replies := make([]reply, n)
-	started := make(chan struct{}, n)
+	streaming := make(chan struct{}, n) // a stream of the replica to kill got its head
+	onHead := func(resp *http.Response) {
+		if resp.Header.Get("X-Kvroute-Endpoint") == deadName && resp.StatusCode == http.StatusOK {
+			streaming <- struct{}{}
+		}
+	}
 	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			started <- struct{}{}
+		wg.Go(func() {
 			msgs := []map[string]string{{"role": "user", "content": fmt.Sprintf("request %d %s", i, strings.Repeat("x", 400))}}
-			replies[i] = chat(t, s.url, msgs, i%2 == 0, 300)
-		}()
+			if i%2 == 0 {
+				replies[i] = chatHead(t, s.url, msgs, true, 300, onHead)
+			} else {
+				replies[i] = chat(t, s.url, msgs, false, 300)
+			}
+		})
 	}
-	for range n {
-		<-started
+	select {
+	case <-streaming:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no stream of the replica to kill started")
 	}
-	waitRunning(t, s, "http://"+s.replicas[0].Addr())
 	s.replicas[0].Fail()
 	wg.Wait()
 	ok, failed := 0, 0
@@ -219,10 +237,9 @@ func TestReplicaKilledDuringBurst(t *testing.T) {
 		}
 	}
 	if ok == 0 || failed == 0 {
-		t.Fatalf("%d completed, %d failed: want both (streams cut on the killed replica cannot be retried)", ok, failed)
+		t.Fatalf("%d completed, %d failed: want both (a stream cut after its first token cannot be retried)", ok, failed)
 	}
 	t.Logf("burst of %d with a replica killed: %d completed, %d clear errors", n, ok, failed)
-	dead := "http://" + s.replicas[0].Addr()
 	waitHealth(t, s, dead, false)
 	for _, b := range s.gw.Backends() {
 		if b.InFlight != 0 || b.InFlightTokens != 0 {
@@ -234,6 +251,16 @@ func TestReplicaKilledDuringBurst(t *testing.T) {
 	if rep := chat(t, s.url, []map[string]string{{"role": "user", "content": "after"}}, true, 8); rep.status != http.StatusOK || !rep.done {
 		t.Fatalf("after recovery: %+v", rep)
 	}
+}
+
+// backendName is the router's name for the backend at url.
+func (s *system) backendName(url string) string {
+	for _, b := range s.gw.Backends() {
+		if b.URL == url {
+			return b.Name
+		}
+	}
+	return ""
 }
 
 // waitHealth waits for the router to report backend's readiness as ready.
@@ -253,30 +280,6 @@ func waitHealth(t *testing.T, s *system, backend string, ready bool) {
 			}
 		case <-timeout:
 			t.Fatalf("%s never became ready=%v", backend, ready)
-		}
-	}
-}
-
-// waitRunning waits until backend itself reports requests running, on its vLLM /metrics: the
-// router's scrape of it may not land in time on a loaded machine, and a request the router has
-// routed there may not have reached it yet.
-func waitRunning(t *testing.T, s *system, backend string) {
-	t.Helper()
-	tick := time.NewTicker(2 * time.Millisecond)
-	defer tick.Stop()
-	timeout := time.After(10 * time.Second)
-	for {
-		if resp, err := http.Get(backend + "/metrics"); err == nil {
-			m, err := vllm.Parse(resp.Body)
-			resp.Body.Close()
-			if err == nil && m.Running > 0 {
-				return
-			}
-		}
-		select {
-		case <-tick.C:
-		case <-timeout:
-			t.Fatalf("no request reached %s", backend)
 		}
 	}
 }

@@ -27,22 +27,64 @@ type reception struct {
 }
 
 // recordingReplica serves an emulated replica behind its own listener and records every
-// completion request it receives, with the status it answered: the test's view of what each
-// backend actually received.
+// completion request it receives, as it arrives and with the status it answered: the test's
+// view of what each backend actually received.
 type recordingReplica struct {
 	r     *emulate.Replica
 	srv   *httptest.Server
 	addr  string
 	reset *atomic.Bool // when set, the next completion it receives is closed unanswered (and the flag cleared)
 
-	mu  sync.Mutex
-	got []reception
+	mu      sync.Mutex
+	arrived []string    // the X-Test-Id of every completion request, as it arrived
+	got     []reception // the completion requests answered, with their status
+	// onArrive, when set, hears the number of completion requests arrived so far.
+	onArrive func(n int)
 }
+
+// startRecording starts n emulated replicas at speed, each behind a recordingReplica on a
+// loopback port, until the test ends.
+func startRecording(t *testing.T, ctx context.Context, n int, speed float64) []*recordingReplica {
+	t.Helper()
+	reps := make([]*recordingReplica, n)
+	for i := range reps {
+		cfg := emulate.DefaultConfig()
+		cfg.GPU, cfg.Model, cfg.Speed = "H100-SXM-80GB", model, speed
+		r, err := emulate.NewReplica(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+		rr := &recordingReplica{r: r}
+		rr.srv = httptest.NewServer(rr)
+		rr.addr = rr.srv.Listener.Addr().String()
+		t.Cleanup(func() {
+			rr.mu.Lock()
+			srv := rr.srv
+			rr.mu.Unlock()
+			srv.Close()
+			r.Close()
+		})
+		reps[i] = rr
+	}
+	return reps
+}
+
+func (rr *recordingReplica) url() string { return "http://" + rr.addr }
 
 func (rr *recordingReplica) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	if !strings.HasPrefix(req.URL.Path, "/v1/") || req.Method != http.MethodPost {
 		rr.r.ServeHTTP(w, req)
 		return
+	}
+	rr.mu.Lock()
+	rr.arrived = append(rr.arrived, req.Header.Get("X-Test-Id"))
+	n, onArrive := len(rr.arrived), rr.onArrive
+	rr.mu.Unlock()
+	if onArrive != nil {
+		onArrive(n)
 	}
 	if rr.reset != nil && rr.reset.CompareAndSwap(true, false) {
 		closeUnanswered(w, req)
@@ -108,36 +150,16 @@ func (rr *recordingReplica) revive(t *testing.T) {
 // refuses work (503), one fails requests (500), one is slowed fivefold and one is killed and
 // brought back. Every request ends in a response a client can read: a well-formed stream
 // ending with [DONE] or with one whole error event, or an error status with an OpenAI error
-// body. No request is lost, none is handled twice by a backend (a request goes to a second
-// backend only after the first refused it), and the router's in-flight counts return to 0.
+// body. No request is lost, no backend receives a request twice, no two backends answer the
+// same request (a request goes to a second backend only after the first failed before
+// answering it: refused it with a 503, or died), and the router's in-flight counts return to 0.
 func TestFaultsUnderLoad(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	const nReplicas = 4
-	reps := make([]*recordingReplica, nReplicas)
+	reps := startRecording(t, ctx, 4, 10)
 	var backends []string
-	for i := range reps {
-		cfg := emulate.DefaultConfig()
-		cfg.GPU, cfg.Model, cfg.Speed = "H100-SXM-80GB", model, 10
-		r, err := emulate.NewReplica(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		rr := &recordingReplica{r: r}
-		rr.srv = httptest.NewServer(rr)
-		rr.addr = rr.srv.Listener.Addr().String()
-		t.Cleanup(func() {
-			rr.mu.Lock()
-			srv := rr.srv
-			rr.mu.Unlock()
-			srv.Close()
-			r.Close()
-		})
-		reps[i] = rr
-		backends = append(backends, fmt.Sprintf("r%d=%s", i, rr.srv.URL))
+	for i, rr := range reps {
+		backends = append(backends, fmt.Sprintf("r%d=%s", i, rr.url()))
 	}
 	gcfg := gateway.DefaultConfig()
 	gcfg.Policy, gcfg.Backends = "least-request", backends
@@ -273,18 +295,20 @@ func checkOutcomes(t *testing.T, results <-chan faultResult, total int) {
 }
 
 // checkReceptions checks that no backend received a request twice and that a request a
-// backend did not refuse reached no other backend.
+// backend answered with anything but a refusal (503) no other backend answered.
 func checkReceptions(t *testing.T, reps []*recordingReplica) {
 	t.Helper()
 	handled, refused := map[string]int{}, 0
 	for i, rr := range reps {
 		seen := map[string]bool{}
 		rr.mu.Lock()
-		for _, rc := range rr.got {
-			if seen[rc.id] {
-				t.Errorf("replica %d received %s twice", i, rc.id)
+		for _, id := range rr.arrived {
+			if seen[id] {
+				t.Errorf("replica %d received %s twice", i, id)
 			}
-			seen[rc.id] = true
+			seen[id] = true
+		}
+		for _, rc := range rr.got {
 			if rc.status == http.StatusServiceUnavailable {
 				refused++
 			} else {
@@ -295,7 +319,7 @@ func checkReceptions(t *testing.T, reps []*recordingReplica) {
 	}
 	for id, n := range handled {
 		if n > 1 {
-			t.Errorf("%s was handled by %d backends", id, n)
+			t.Errorf("%s was answered by %d backends", id, n)
 		}
 	}
 	if refused == 0 {

@@ -36,5 +36,5 @@ func Example() {
 	i := strings.Index(string(b), `"choices"`)
 	fmt.Println(resp.StatusCode, string(b[i:]))
 	// Output:
-	// 200 "choices":[{"index":0,"message":{"role":"assistant","content":"veni dija duso xoku "},"logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":3,"total_tokens":7,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":0}}}
+	// 200 "choices":[{"index":0,"message":{"role":"assistant","content":"basi tomi pose fimu "},"logprobs":null,"finish_reason":"length"}],"usage":{"prompt_tokens":2,"total_tokens":6,"completion_tokens":4,"prompt_tokens_details":{"cached_tokens":0}}}
 }

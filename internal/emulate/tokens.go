@@ -45,23 +45,20 @@ func appendChunks(ids []int32, text string) []int32 {
 	return ids
 }
 
-// chatSep is the token that ends every chat message: a stand-in for a chat template's
-// end-of-turn and next-header tokens. Roles are not tokenized.
-const chatSep int32 = 1
-
-// tokenizeChat tokenizes chat messages as a (minimal) chat template would: each message's
-// content on its own (appendText; none for an empty content), followed by chatSep. The
-// separator after the last message plays the template's generation prompt, so the prompt of
-// a conversation's next turn (these messages, the answer as an assistant message, a new
-// message) starts with this prompt followed by exactly the answer's tokens, as vLLM's would.
+// tokenizeChat tokenizes chat messages as the simulator's workloads count a conversation:
+// each message's content on its own (appendText; none for an empty content), concatenated,
+// with no template tokens and no roles. A prompt therefore has exactly the token ids, and
+// the count, the simulator gives the same request, and the prompt of a conversation's next
+// turn (these messages, the answer as an assistant message, a new message) starts with this
+// prompt followed by exactly the answer's tokens, as vLLM's would.
 func tokenizeChat(msgs []openai.Message) []int32 {
-	n := len(msgs)
+	n := 0
 	for _, m := range msgs {
 		n += (len(m.Content) + chunkBytes - 1) / chunkBytes
 	}
 	ids := make([]int32, 0, n)
 	for _, m := range msgs {
-		ids = append(appendText(ids, m.Content), chatSep)
+		ids = appendText(ids, m.Content)
 	}
 	return ids
 }

@@ -143,7 +143,7 @@ func TestChatAnswer(t *testing.T) {
 		}
 	}
 	msgs := []openai.Message{{Role: "system", Content: "abcde"}, {Role: "user", Content: ""}, {Role: "user", Content: "xy"}}
-	want := slices.Concat(tokenize("abcde"), []int32{chatSep, chatSep}, tokenize("xy"), []int32{chatSep})
+	want := slices.Concat(tokenize("abcde"), tokenize("xy"))
 	if got := tokenizeChat(msgs); !slices.Equal(got, want) {
 		t.Errorf("tokenizeChat = %v, want %v", got, want)
 	}

@@ -3,7 +3,7 @@ package gateway
 import (
 	"context"
 	"io"
-	"sync/atomic"
+	"sync"
 	"time"
 )
 
@@ -16,48 +16,96 @@ const (
 
 var phaseErrs = [...]error{ErrHeaderTimeout, ErrFirstByteTimeout, ErrIdleTimeout}
 
-// clock is a request's context and the one timer that ends it: at the request's deadline
-// (TimeoutsConfig.Request), or when the phase the request is in (waiting for a response head,
-// its first byte, or the next bytes) lasts longer than its timeout. The cause says which.
-// Ending the context makes the transport abandon the backend's connection.
+// clock is a request's context, the context of its current attempt at a backend, and the
+// one timer that ends them. The request's context ends at the request's deadline
+// (TimeoutsConfig.Request) or when the client goes away, and ends the attempt's with it; the
+// attempt's alone ends when the phase it is in (waiting for a response head, its first byte,
+// or the next bytes) lasts longer than its timeout, so that another attempt can follow a
+// header timeout. The cause says which. Ending an attempt's context makes the transport
+// abandon that attempt's connection.
 type clock struct {
 	context.Context
 	cancel   context.CancelCauseFunc
 	timer    *time.Timer
 	to       TimeoutsConfig
 	deadline time.Time
-	phase    atomic.Int32
+
+	mu            sync.Mutex
+	attempt       context.Context // nil before the first attempt
+	cancelAttempt context.CancelCauseFunc
+	phase         int32
+	phaseEnd      time.Time // when the phase times out
 }
 
 // startClock starts the clock of a request that arrived at now, under parent.
 func (k *clock) startClock(parent context.Context, to TimeoutsConfig, now time.Time) {
 	k.Context, k.cancel = context.WithCancelCause(parent)
 	k.to, k.deadline = to, now.Add(to.Request)
+	k.phaseEnd = k.deadline
 	k.timer = time.AfterFunc(to.Request, k.expire)
 }
 
+// expire ends the request at its deadline, or the attempt when its phase timed out. A timer
+// that fired as it was re-armed finds the phase not over, and does nothing: it fires again.
 func (k *clock) expire() {
-	if time.Now().Before(k.deadline) {
-		k.cancel(phaseErrs[k.phase.Load()])
+	now := time.Now()
+	if !now.Before(k.deadline) {
+		k.cancel(ErrRequestTimeout)
 		return
 	}
-	k.cancel(ErrRequestTimeout)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if now.Before(k.phaseEnd) || k.cancelAttempt == nil {
+		return
+	}
+	k.cancelAttempt(phaseErrs[k.phase])
 }
 
-// arm starts phase: the context ends if it lasts longer than its timeout, or at the deadline.
+// startAttempt ends the previous attempt's context and returns the next attempt's, a child
+// of parent, in the header phase. parent is a context under the request's: the one the
+// proxy's outgoing request carries.
+func (k *clock) startAttempt(parent context.Context) context.Context {
+	ctx, cancel := context.WithCancelCause(parent)
+	k.mu.Lock()
+	if k.cancelAttempt != nil {
+		k.cancelAttempt(nil)
+	}
+	k.attempt, k.cancelAttempt = ctx, cancel
+	k.mu.Unlock()
+	k.arm(phaseHeader)
+	return ctx
+}
+
+// arm starts phase: the attempt ends if it lasts longer than its timeout, the request at
+// its deadline.
 func (k *clock) arm(phase int32) {
-	d := [...]time.Duration{k.to.Header, k.to.FirstByte, k.to.Idle}[phase]
-	k.phase.Store(phase)
-	k.timer.Reset(min(d, time.Until(k.deadline)))
+	k.mu.Lock()
+	d := k.setPhase(phase)
+	k.mu.Unlock()
+	k.timer.Reset(d)
 }
 
-// cause returns why I/O under the clock's context failed with err: a timeout, the client's
-// going away, or err itself when the context has not ended.
+// setPhase records phase and when it times out, and returns the time until then; the caller
+// holds mu and then re-arms the timer.
+func (k *clock) setPhase(phase int32) time.Duration {
+	d := min([...]time.Duration{k.to.Header, k.to.FirstByte, k.to.Idle}[phase], time.Until(k.deadline))
+	k.phase, k.phaseEnd = phase, time.Now().Add(d)
+	return d
+}
+
+// cause returns why I/O under the current attempt's context failed with err: a timeout, the
+// client's going away, or err itself when the context has not ended.
 func (k *clock) cause(err error) error {
-	if k.Context.Err() == nil {
+	k.mu.Lock()
+	ctx := k.attempt
+	k.mu.Unlock()
+	if ctx == nil {
+		ctx = k.Context
+	}
+	if ctx.Err() == nil {
 		return err
 	}
-	if c := context.Cause(k.Context); isTimeout(c) {
+	if c := context.Cause(ctx); isTimeout(c) {
 		return c
 	}
 	return errClientGone
@@ -65,14 +113,16 @@ func (k *clock) cause(err error) error {
 
 // read reads from r under the first-byte timeout, or the idle timeout once a byte came.
 func (k *clock) read(r io.Reader, p []byte) (int, error) {
-	phase := phaseIdle
-	if k.phase.Load() == phaseFirstByte {
-		phase = phaseFirstByte
-	}
-	k.arm(phase)
+	k.mu.Lock()
+	first := k.phase == phaseFirstByte
+	d := k.setPhase(max(k.phase, phaseFirstByte))
+	k.mu.Unlock()
+	k.timer.Reset(d)
 	n, err := r.Read(p)
-	if n > 0 {
-		k.phase.Store(phaseIdle)
+	if n > 0 && first {
+		k.mu.Lock()
+		k.phase = phaseIdle
+		k.mu.Unlock()
 	}
 	if err != nil && err != io.EOF {
 		err = k.cause(err)

@@ -86,17 +86,25 @@ type TimeoutsConfig struct {
 	Request time.Duration `yaml:"request" json:"request"`
 }
 
-// LimitsConfig bounds requests.
+// LimitsConfig bounds requests and states the failure rule: a request whose attempt at a
+// backend failed before any byte of the response reached the client, in a class RetryOn
+// names, is tried on another backend, up to MaxRetries times; once a response head reached
+// the client, never.
 type LimitsConfig struct {
 	// MaxBodyBytes is the largest request body accepted, in bytes (openai.DefaultMaxBodyBytes,
 	// 16 MiB, as the emulator); larger gets 413.
 	MaxBodyBytes int64 `yaml:"max_body_bytes" json:"max_body_bytes"`
-	// MaxRetries is how many other backends a request is tried on when a backend certainly
-	// did not handle it: the connection was refused (nothing was sent), or it answered 503 or
-	// 429, the statuses servers refuse work with before reading it (2, the simulator's
-	// router.max_retries default; 0: never retried). A request a backend may have received is
-	// never sent again.
+	// MaxRetries is how many other backends a request is tried on after failures the rule
+	// retries (2). A backend a request failed on is not tried again for it. 0 means never:
+	// no backend receives a request twice, and no two backends receive it.
 	MaxRetries int `yaml:"max_retries" json:"max_retries"`
+	// RetryOn names the failure classes retried: "connect" (the connection could not be
+	// made: nothing was sent), "reset" (the connection was reset or closed before a response
+	// head: the backend may have received the request, which for LLM generation has no side
+	// effect), "busy" (the backend answered 503 or 429) and "header_timeout" (no response head
+	// within timeouts.header). Nil means all four; [connect, busy] retries only requests no
+	// backend accepted. A request past timeouts.request is never retried.
+	RetryOn []string `yaml:"retry_on" json:"retry_on"`
 }
 
 // DefaultConfig returns the defaults: policy prefix-score, no backends, no API keys, and the
@@ -187,6 +195,7 @@ func (l LimitsConfig) validate() error {
 	if l.MaxRetries < 0 || l.MaxRetries > maxRetries {
 		errs = append(errs, fmt.Errorf("limits.max_retries %d: want 0..%d", l.MaxRetries, maxRetries))
 	}
+	errs = append(errs, l.validateRetryOn())
 	return errors.Join(errs...)
 }
 

@@ -12,9 +12,12 @@
 //
 // The HTTP is the standard library's. Completions go through an httputil.ReverseProxy
 // (proxy.go, forward.go): its Transport hook asks the policy for a backend per attempt and
-// sends the request over an http.Transport; a request goes to another backend only when the
-// first certainly did not handle it (the connection could not be made, or it answered 503 or
-// 429), never when a backend may have received it. The response body is wrapped (relay.go)
+// sends the request over an http.Transport. One failure rule (retry.go) decides when a
+// request goes to another backend: when its attempt failed before any byte of the response
+// reached the client (the connection could not be made, was reset or closed before the
+// response head, no head came within the header timeout, or the backend answered 503 or
+// 429), up to limits.max_retries times; never after, and the transport never replays a
+// request on its own. The response body is wrapped (relay.go)
 // to bound each read with the header, first-byte and idle timeouts, read the usage the
 // response reports, pass an event stream on in whole events, end a stream that breaks with
 // one well-formed OpenAI error event, and release the reservation. Server (server.go) is

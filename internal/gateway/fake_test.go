@@ -31,8 +31,10 @@ type fake struct {
 
 	mu     sync.Mutex
 	srv    *httptest.Server
-	dead   chan struct{} // closed when the current server is killed
-	bodies [][]byte      // every completion body received, as sent
+	dead   chan struct{}  // closed when the current server is killed
+	bodies [][]byte       // every completion body received, as sent
+	peers  []string       // the client address each body came from, in the same order
+	byPeer map[string]int // requests of every path, by client address
 
 	running  atomic.Int64
 	served   atomic.Int64
@@ -45,6 +47,9 @@ type fake struct {
 	gone        chan struct{} // when set, receives when a handler saw its client go away
 	// abortBeforeBody makes completions send their headers, then drop the connection.
 	abortBeforeBody bool
+	// headless, when not headlessNone, makes completions read the request, then end the
+	// connection without a response: with a TCP reset or a clean close.
+	headless atomic.Int32
 	// flood makes streams send large events until the client goes away.
 	flood bool
 	// status, when set, makes completions answer it at once with an OpenAI error body of
@@ -118,6 +123,26 @@ func (f *fake) receivedWith(s string) int {
 	return n
 }
 
+// peersWith returns the client addresses of the completion requests whose body holds s.
+func (f *fake) peersWith(s string) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for i, b := range f.bodies {
+		if bytes.Contains(b, []byte(s)) {
+			out = append(out, f.peers[i])
+		}
+	}
+	return out
+}
+
+// requestsFrom is the number of requests of every path that came from the client address peer.
+func (f *fake) requestsFrom(peer string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.byPeer[peer]
+}
+
 func (f *fake) lastBody() []byte {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -128,6 +153,12 @@ func (f *fake) lastBody() []byte {
 }
 
 func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	if f.byPeer == nil {
+		f.byPeer = map[string]int{}
+	}
+	f.byPeer[r.RemoteAddr]++
+	f.mu.Unlock()
 	switch r.URL.Path {
 	case "/metrics":
 		_ = vllm.Write(w, []vllm.Engine{{Model: f.models[0], Running: int(f.running.Load()), NumGPUBlocks: 1000, BlockSize: 16}})
@@ -159,7 +190,12 @@ func (f *fake) complete(w http.ResponseWriter, r *http.Request, chat bool) {
 	body, _ := io.ReadAll(r.Body)
 	f.mu.Lock()
 	f.bodies = append(f.bodies, body)
+	f.peers = append(f.peers, r.RemoteAddr)
 	f.mu.Unlock()
+	if mode := f.headless.Load(); mode != headlessNone {
+		f.hangUp(w, mode == headlessReset)
+		return
+	}
 	if f.status != 0 {
 		openai.WriteError(w, &openai.Error{Status: f.status, Type: openai.TypeServer, Message: "busy, try again"})
 		return
@@ -243,6 +279,27 @@ func (f *fake) stream(w http.ResponseWriter, r *http.Request, chat bool, n int, 
 		fmt.Fprintf(w, "data: {\"choices\":[],\"usage\":%s}\n\n", usage)
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// Values of fake.headless.
+const (
+	headlessNone  = iota
+	headlessReset // the connection ends with a TCP reset (SO_LINGER 0)
+	headlessClose // the connection ends with a clean close (FIN)
+)
+
+// hangUp ends the request's connection without writing anything: with a reset when reset is
+// set, else with a clean close.
+func (f *fake) hangUp(w http.ResponseWriter, reset bool) {
+	conn, _, err := w.(http.Hijacker).Hijack()
+	if err != nil {
+		f.t.Errorf("%s: hijack: %v", f.name, err)
+		return
+	}
+	if tc, ok := conn.(*net.TCPConn); ok && reset {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
 }
 
 // floodStream writes 64 KiB events until the client goes away.

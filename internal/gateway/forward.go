@@ -105,11 +105,12 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 	c.status = e.Status
 }
 
-// failureError is the error body for a backend failure: 504 for a timeout, else 502. err
-// names the backend by its name, never its URL.
+// failureError is the error body for a backend failure: 503 when the last backend tried
+// refused the request (503 or 429), 504 for a timeout, else 502. err names the backend by
+// its name, never its URL.
 func failureError(err error) *openai.Error {
-	var unsent *unsentError
-	if errors.As(err, &unsent) && unsent.status != 0 {
+	var busy *busyError
+	if errors.As(err, &busy) {
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer, Message: err.Error(), Code: "backend_busy"}
 	}
 	if isTimeout(err) {
@@ -127,12 +128,13 @@ func (bp *bufferPool) Get() []byte  { return *bp.p.Get().(*[]byte) }
 func (bp *bufferPool) Put(b []byte) { bp.p.Put(&b) }
 
 // forwarder is the proxy's Transport. Each attempt asks the policy for a backend (the ones
-// earlier attempts failed on excluded), sends the request there, and tries another backend
-// only when this one certainly did not handle it: the connection could not be made, so
-// nothing was sent, or it answered 503 or 429, the statuses servers refuse work with before
-// reading it (uvicorn's --limit-concurrency, rate limiters). Anything else, a reset after the
-// request was written, a timeout, a 500, reaches the client: a backend may have received the
-// request, and it is never sent twice.
+// earlier attempts failed on excluded), sends the request there, and follows the failure
+// rule: when the attempt failed before the backend's response head, in a class
+// LimitsConfig.RetryOn names (retry.go), and fewer than LimitsConfig.MaxRetries retries were
+// made, the request is tried on another backend. Otherwise the response, or the failure,
+// reaches the client: once RoundTrip returns a response head, the request is never sent
+// again. The transport makes no attempt of its own: the outgoing request cannot rewind its
+// body.
 type forwarder struct{ g *Gateway }
 
 // RoundTrip implements http.RoundTripper.
@@ -148,19 +150,13 @@ func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 	for attempt := 0; ; attempt++ {
 		c.backend, c.reason = res.b.name, res.decision.Reason
 		resp, err := f.send(out, c, res.b)
-		last := attempt >= c.st.cfg.Limits.MaxRetries
-		if err == nil && (!refused(resp.StatusCode) || last) {
+		retry := attempt < c.st.cfg.Limits.MaxRetries && c.st.cfg.Limits.retryable(err, resp)
+		if err == nil && !retry {
 			resp.Body = newRelay(c, res, resp)
 			return resp, nil
 		}
-		if err == nil {
-			discard(resp.Body)
-			err = &unsentError{fmt.Sprintf("backend %s refused the request with status %d", res.b.name, resp.StatusCode), resp.StatusCode}
-		} else {
-			err = g.attemptFailed(res.b, err)
-		}
-		var unsent *unsentError
-		if last || !errors.As(err, &unsent) {
+		err = g.attemptFailed(res.b, err, resp)
+		if !retry {
 			res.release(router.Usage{}, time.Now())
 			return nil, err
 		}
@@ -174,17 +170,16 @@ func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 	}
 }
 
-// send makes one attempt at b: it sends the request and waits for the response head, up to
-// the header timeout; the first-byte timeout then starts.
+// send makes one attempt at b, under a context of its own: it sends the request and waits
+// for the response head, up to the header timeout; the first-byte timeout then starts.
 func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response, error) {
-	req := out.WithContext(out.Context()) // a copy: an earlier attempt's may still be in use
+	req := out.WithContext(c.startAttempt(out.Context())) // a copy: an earlier attempt's may still be in use
 	req.URL, req.Host = b.chatURL, ""
 	if c.kind == kindCompletion {
 		req.URL = b.complURL
 	}
 	req.Body = io.NopCloser(bytes.NewReader(c.body))
-	req.GetBody = c.getBody
-	c.arm(phaseHeader)
+	req.GetBody = nil // the transport cannot rewind the body, so it never sends the request twice
 	resp, err := f.g.opts.Transport.RoundTrip(req)
 	if err != nil {
 		return nil, c.cause(err)
@@ -193,41 +188,29 @@ func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response,
 	return resp, nil
 }
 
-// attemptFailed names b in a failure to get a response from it, and ejects b when nobody
-// is serving at its address.
-func (g *Gateway) attemptFailed(b *backend, err error) error {
+// attemptFailed describes an attempt at b that got no response the client will see: err, or
+// resp (a refusal, whose body it discards) when err is nil. The description names b, never
+// its address. It ejects b when nobody is serving at its address.
+func (g *Gateway) attemptFailed(b *backend, err error, resp *http.Response) error {
 	switch {
+	case err == nil:
+		discard(resp.Body)
+		return &busyError{fmt.Sprintf("backend %s refused the request with status %d", b.name, resp.StatusCode)}
 	case errors.Is(err, errClientGone):
 		return err
 	case isTimeout(err):
 		return fmt.Errorf("backend %s: %w", b.name, err)
 	case isDialError(err):
 		g.eject(b, err)
-		return &unsentError{msg: fmt.Sprintf("backend %s: cannot connect: %s", b.name, errnoText(err))}
+		return fmt.Errorf("backend %s: cannot connect: %s", b.name, errnoText(err))
 	}
 	return fmt.Errorf("backend %s failed before responding: %s", b.name, errnoText(err))
 }
 
-// unsentError is a failure after which the request certainly reached no backend, so that
-// trying another is safe: the connection could not be made, or the backend refused the
-// request with status (503 or 429).
-type unsentError struct {
-	msg    string
-	status int // 0: the connection failed
-}
+// busyError is the failure of a backend that refused the request with 503 or 429.
+type busyError struct{ msg string }
 
-func (e *unsentError) Error() string { return e.msg }
-
-// refused reports the statuses servers answer work they refuse before reading it with.
-func refused(status int) bool {
-	return status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests
-}
-
-// isDialError reports errors of connecting, before any byte of the request was written.
-func isDialError(err error) bool {
-	var op *net.OpError
-	return errors.As(err, &op) && op.Op == "dial"
-}
+func (e *busyError) Error() string { return e.msg }
 
 // errnoText describes a transport error without the addresses it carries.
 func errnoText(err error) string {

@@ -27,8 +27,8 @@ type Options struct {
 	// Policies is the registry policies are built from; nil means router.Builtin().
 	Policies *router.Registry
 	// Transport carries completions to the backends, scrapes and model-list fetches; nil
-	// means NewTransport(). Its errors decide retries: only a failed dial is known to have
-	// sent nothing.
+	// means NewTransport(). The failure rule classifies its errors (retry.go): a dial
+	// error is a connect failure, any other before a response head a reset.
 	Transport http.RoundTripper
 	// OnHealth, when set, is called after a backend is ejected (ready false, with the error
 	// that ejected it) or re-admitted (ready true), with the backend's name and URL. It must

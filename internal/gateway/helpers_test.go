@@ -80,7 +80,22 @@ func spyRegistry(last **spy) *router.Registry {
 			return s, nil
 		})
 	}
+	_ = reg.Register("first-ready", func(map[string]any, *rand.Rand) (router.Policy, error) { return firstReady{}, nil })
 	return reg
+}
+
+// firstReady picks the first eligible endpoint in configuration order, so a test knows
+// which backend each attempt goes to.
+type firstReady struct{}
+
+func (firstReady) Name() string { return "first-ready" }
+
+func (firstReady) Pick(req *router.Request, s *router.Snapshot) (router.Decision, error) {
+	cand, err := router.Eligible(nil, req, s)
+	if err != nil {
+		return router.Decision{}, err
+	}
+	return router.Decision{Index: cand[0], Reason: "first"}, nil
 }
 
 // testConfig is a configuration for fakes with a fast scrape loop.
@@ -123,8 +138,21 @@ func start(t *testing.T, cfg Config) *harness {
 // startServer is start with the server configured by scfg.
 func startServer(t *testing.T, cfg Config, scfg ServerConfig) *harness {
 	t.Helper()
+	return startWith(t, cfg, scfg, Options{})
+}
+
+// startOpts is start with the gateway's transport from opts.
+func startOpts(t *testing.T, cfg Config, opts Options) *harness {
+	t.Helper()
+	return startWith(t, cfg, DefaultServerConfig(), opts)
+}
+
+// startWith is start with the server configured by scfg and the transport from opts; the
+// harness sets the other options.
+func startWith(t *testing.T, cfg Config, scfg ServerConfig, opts Options) *harness {
+	t.Helper()
 	h := &harness{reg: prometheus.NewRegistry(), health: make(chan healthEvent, 1024), handled: make(chan struct{}, 4096)}
-	g, err := New(cfg, Options{Metrics: h.reg, Policies: spyRegistry(&h.spy), OnHealth: func(_, url string, ready bool, _ error) {
+	g, err := New(cfg, Options{Metrics: h.reg, Policies: spyRegistry(&h.spy), Transport: opts.Transport, OnHealth: func(_, url string, ready bool, _ error) {
 		h.health <- healthEvent{url, ready}
 	}})
 	if err != nil {

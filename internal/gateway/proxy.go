@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -55,10 +54,6 @@ func (c *call) Value(key any) any {
 	}
 	return c.clock.Context.Value(key)
 }
-
-// getBody returns the request body again, for the transport's own retry of a request it could
-// not write at all.
-func (c *call) getBody() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(c.body)), nil }
 
 // statusClientClosed labels requests whose client went away (nginx's convention).
 const statusClientClosed = 499

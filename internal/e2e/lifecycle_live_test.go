@@ -1,0 +1,209 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"kvroute/gpumodel"
+	"kvroute/internal/emulate"
+	"kvroute/internal/gateway"
+	"kvroute/router"
+	"kvroute/router/routertest"
+	"kvroute/sim/cluster"
+	"kvroute/workloads"
+)
+
+// liveScript is the router in front of emulated replicas that a conformance script runs on.
+type liveScript struct {
+	reps   []*recordingReplica
+	gw     *gateway.Gateway
+	url    string
+	health chan healthEvent
+	reset  atomic.Bool // the next completion a replica receives is reset before any answer
+}
+
+// runScriptLive runs the script through cmd/route's gateway over loopback HTTP in front of
+// lifecycleReplicas emulated replicas named as the simulator names its replicas, the policy
+// wrapped in a recorder, and returns the recorded calls. Each request is sent once the one
+// before has ended and every replica's scrape shows it idle, as in the simulation; a reset
+// attempt is a replica closing the connection unanswered; the kill and revival wait for the
+// router's health checks to eject and re-admit the replica.
+func runScriptLive(t *testing.T, newPolicy func() router.Policy, ws []workloads.Request, s routertest.LifecycleScript) []routertest.Call {
+	t.Helper()
+	rec := routertest.NewRecorder(newPolicy())
+	ls := startLiveScript(t, rec)
+	killed := -1
+	for k := range ws {
+		ls.reset.Store(s.Reset[k])
+		endpoint := ls.send(t, &ws[k])
+		if ls.reset.Load() {
+			t.Fatalf("request %d: no replica saw the attempt to reset", k)
+		}
+		ls.waitIdle(t)
+		switch k {
+		case s.Kill:
+			killed = replicaIndex(t, endpoint)
+			ls.reps[killed].kill()
+			ls.waitHealth(t, killed, false)
+		case s.Revive:
+			ls.reps[killed].revive(t)
+			ls.waitHealth(t, killed, true)
+			ls.waitIdle(t)
+		}
+	}
+	return rec.Calls()
+}
+
+func startLiveScript(t *testing.T, p router.Policy) *liveScript {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ls := &liveScript{health: make(chan healthEvent, 64)}
+	pp, err := gpumodel.NewPrefillPredictor(lifecycleDeployment())
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcfg := gateway.DefaultConfig()
+	gcfg.Policy, gcfg.DebugHeaders, gcfg.Tokenize.Remote = "conformance", true, true
+	gcfg.Limits.MaxRetries = lifecycleMaxRetries
+	gcfg.Health.ScrapeInterval, gcfg.Health.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
+	gcfg.Prefill = map[string]router.PrefillPredictor{}
+	for i := range lifecycleReplicas {
+		rr := startRecordingReplica(t, ctx, 10)
+		rr.reset = &ls.reset
+		ls.reps = append(ls.reps, rr)
+		gcfg.Backends = append(gcfg.Backends, cluster.EndpointID(i)+"="+rr.srv.URL)
+		gcfg.Prefill[cluster.EndpointID(i)] = pp
+	}
+	reg := router.Builtin()
+	if err := reg.Register("conformance", func(map[string]any, *rand.Rand) (router.Policy, error) { return p, nil }); err != nil {
+		t.Fatal(err)
+	}
+	gw, err := gateway.New(gcfg, gateway.Options{Policies: reg, OnHealth: func(name, _ string, ready bool, _ error) {
+		select {
+		case ls.health <- healthEvent{name, ready}:
+		default:
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls.gw = gw
+	go gw.Run(ctx)
+	front := httptest.NewServer(gw)
+	t.Cleanup(front.Close)
+	ls.url = front.URL
+	ls.waitIdle(t)
+	return ls
+}
+
+// send posts w as the client of a simulated request would: its messages as a chat
+// completion, or its text as a completion, with max_tokens (the body the simulator's chwbl
+// renders), and returns the endpoint that answered it.
+func (ls *liveScript) send(t *testing.T, w *workloads.Request) string {
+	t.Helper()
+	path, body := "/v1/completions", []byte(nil)
+	if len(w.Messages) > 0 {
+		type message struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		}
+		msgs := make([]message, len(w.Messages))
+		for i, m := range w.Messages {
+			msgs[i] = message{string(m.Role), m.Content}
+		}
+		path = "/v1/chat/completions"
+		body, _ = json.Marshal(struct {
+			Model     string    `json:"model"`
+			Messages  []message `json:"messages"`
+			MaxTokens int       `json:"max_tokens"`
+		}{model, msgs, w.OutputTokens})
+	} else {
+		body, _ = json.Marshal(struct {
+			Model     string `json:"model"`
+			Prompt    string `json:"prompt"`
+			MaxTokens int    `json:"max_tokens"`
+		}{model, w.Text, w.OutputTokens})
+	}
+	resp, err := http.Post(ls.url+path, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", w.ID, resp.StatusCode, b)
+	}
+	return resp.Header.Get("X-Kvroute-Endpoint")
+}
+
+// waitIdle waits until the router has released every request and has scraped every ready
+// replica idle since then.
+func (ls *liveScript) waitIdle(t *testing.T) {
+	t.Helper()
+	since := time.Now()
+	waitFor(t, "an idle fleet", func() bool {
+		if ls.gw.InFlight() != 0 {
+			since = time.Now()
+			return false
+		}
+		for _, b := range ls.gw.Backends() {
+			if b.Ready && (b.UpdatedAt.Before(since) || b.Running+b.Waiting > 0 || b.KVUsage > 0) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// waitHealth waits until the router marks replica i ready or ejected.
+func (ls *liveScript) waitHealth(t *testing.T, i int, ready bool) {
+	t.Helper()
+	name := cluster.EndpointID(i)
+	timeout := time.After(20 * time.Second)
+	for {
+		for _, b := range ls.gw.Backends() {
+			if b.Name == name && b.Ready == ready {
+				return
+			}
+		}
+		select {
+		case <-ls.health:
+		case <-timeout:
+			t.Fatalf("%s never became ready=%v", name, ready)
+		}
+	}
+}
+
+// startRecordingReplica serves an emulated H100 replica at speed behind a recordingReplica.
+func startRecordingReplica(t *testing.T, ctx context.Context, speed float64) *recordingReplica {
+	t.Helper()
+	cfg := emulate.DefaultConfig()
+	cfg.GPU, cfg.Model, cfg.Speed = "H100-SXM-80GB", model, speed
+	r, err := emulate.NewReplica(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rr := &recordingReplica{r: r}
+	rr.srv = httptest.NewServer(rr)
+	rr.addr = rr.srv.Listener.Addr().String()
+	t.Cleanup(func() {
+		rr.mu.Lock()
+		srv := rr.srv
+		rr.mu.Unlock()
+		srv.Close()
+		r.Close()
+	})
+	return rr
+}
