@@ -64,21 +64,25 @@ func (s *Sim) replicaDone(res engine.Result) {
 	s.k.Schedule(res.Finish+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { s.answered(f, res, now) })
 }
 
-// answered ends f's attempt on its replica through its ticket: a completed or rejected
-// request finishes; one aborted by a replica failure, which no byte of had reached the
-// client (the simulated client reads whole answers), is retried under the failure rule.
+// answered ends f's attempt on its replica through its ticket under the failure rule: a
+// request aborted by a replica failure before its first token, when no byte of its answer
+// had reached the client, is retried; one aborted after (a stream the client was reading)
+// fails, as it does live.
 func (s *Sim) answered(f *flight, res engine.Result, now sim.Time) {
-	if res.Status == engine.Aborted {
+	if res.Status == engine.Aborted && f.firstToken == 0 {
 		s.retry(f, now)
 		return
 	}
 	u := router.Usage{PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens, CompletionTokens: res.OutputTokens}
 	f.ticket.Finish(u, s.wall(now))
-	if res.Status == engine.Completed {
+	switch res.Status {
+	case engine.Completed:
 		s.finish(f, now, results.StatusCompleted, "")
-		return
+	case engine.Aborted:
+		s.finish(f, now, results.StatusFailed, "replica failed after the first token reached the client")
+	default:
+		s.finish(f, now, results.StatusRejected, "prompt and output exceed the replica's KV cache")
 	}
-	s.finish(f, now, results.StatusRejected, "prompt and output exceed the replica's KV cache")
 }
 
 // retry tries f on another replica, or ends it when the failure rule says no more. A
