@@ -94,9 +94,11 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 	if err != nil {
 		return err
 	}
-	if kv := cfg.Gateway.KVEvents; cfg.Gateway.Policy == "precise-prefix" && (len(kv.Connect) == 0 && kv.Bind == "" || !cfg.Gateway.Tokenize.Remote) {
-		log.Warn("precise-prefix reads KV events and request tokens: without kv_events and tokenize.remote it only balances load",
-			"kv_events", len(kv.Connect) > 0 || kv.Bind != "", "tokenize", cfg.Gateway.Tokenize.Remote)
+	if _, reads := g.Policy().(router.KVEventObserver); reads && !cfg.Gateway.KVEvents.Enabled() {
+		log.Warn("the policy reads the replicas' KV events: without kv_events it sees no cached prefix", "policy", cfg.Gateway.Policy)
+	}
+	if g.Tokenizes() {
+		log.Info("filling request token ids from the backends' /tokenize", "policy", cfg.Gateway.Policy, "reads_tokens", router.ReadsTokens(g.Policy()))
 	}
 	runCtx, stopRun := context.WithCancel(ctx)
 	defer stopRun()

@@ -72,7 +72,7 @@ func startLiveScript(t *testing.T, p router.Policy) *liveScript {
 		t.Fatal(err)
 	}
 	gcfg := gateway.DefaultConfig()
-	gcfg.Policy, gcfg.DebugHeaders, gcfg.Tokenize.Remote = "conformance", true, true
+	gcfg.Policy, gcfg.DebugHeaders = "conformance", true
 	gcfg.Limits.MaxRetries = lifecycleMaxRetries
 	gcfg.Health.ScrapeInterval, gcfg.Health.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
 	gcfg.Prefill = map[string]router.PrefillPredictor{}

@@ -38,6 +38,7 @@ type fake struct {
 
 	running  atomic.Int64
 	served   atomic.Int64
+	tokenize atomic.Int64 // /tokenize calls answered
 	hold     chan struct{} // when set, streams wait on it after their first token
 	started  chan string   // when set, receives the name after a held stream's first token
 	dieAfter int           // when > 0, streams abort the connection after this many tokens
@@ -170,6 +171,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 		_ = json.NewEncoder(w).Encode(list)
 	case "/v1/chat/completions", "/v1/completions":
 		f.complete(w, r, r.URL.Path == "/v1/chat/completions")
+	case "/tokenize":
+		f.tokenize.Add(1)
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = io.WriteString(w, `{"count":3,"max_model_len":8192,"tokens":[7,8,9]}`)
 	default:
 		http.NotFound(w, r)
 	}

@@ -70,6 +70,7 @@ type Gateway struct {
 type state struct {
 	cfg      Config
 	policy   router.Policy
+	tokenize bool // fill token ids from /tokenize: asked for, or the policy reads them
 	backends []*backend
 	keys     [][]byte
 }
@@ -111,7 +112,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport); err != nil {
 		return nil, fmt.Errorf("gateway: tokenize: %w", err)
 	}
-	if cfg.KVEvents.enabled() {
+	if cfg.KVEvents.Enabled() {
 		g.kvCfg = cfg.KVEvents
 		ic := kvevents.DefaultIndexConfig()
 		ic.BlockSize = cfg.KVEvents.BlockSize
@@ -154,6 +155,11 @@ func (g *Gateway) build(cfg Config, old *state) (*state, error) {
 			return nil, fmt.Errorf("gateway: %w", err)
 		}
 		st.policy = p
+	}
+	st.tokenize = cfg.Tokenize.Remote || router.ReadsTokens(st.policy)
+	if st.tokenize && cfg.Tokenize.Timeout <= 0 {
+		return nil, fmt.Errorf("gateway: policy %s reads token ids, filled from the backends' /tokenize: tokenize.timeout %v: want > 0",
+			cfg.Policy, cfg.Tokenize.Timeout)
 	}
 	existing := map[string]*backend{}
 	if old != nil {
@@ -305,6 +311,14 @@ func (g *Gateway) checkIdle() {
 		g.idleOnce.Do(func() { close(g.idle) })
 	}
 }
+
+// Policy returns the policy in force.
+func (g *Gateway) Policy() router.Policy { return g.current.Load().policy }
+
+// Tokenizes reports whether requests' token ids are filled from the backends' /tokenize:
+// when the configuration asks for it (tokenize.remote), and whenever the policy reads token
+// ids (router.ReadsTokens), so that it decides on what the simulator gives it.
+func (g *Gateway) Tokenizes() bool { return g.current.Load().tokenize }
 
 // Backends returns the status of every backend, in configuration order.
 func (g *Gateway) Backends() []BackendStatus {

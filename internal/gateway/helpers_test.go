@@ -55,6 +55,9 @@ func (s *spy) Finished(req *router.Request, endpoint string, u router.Usage, now
 	}
 }
 
+// ReadsTokens reports whether the wrapped policy reads token ids.
+func (s *spy) ReadsTokens() bool { return router.ReadsTokens(s.Policy) }
+
 func (s *spy) Removed(endpoint string) {
 	s.mu.Lock()
 	s.removed = append(s.removed, endpoint)

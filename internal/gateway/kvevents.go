@@ -32,7 +32,8 @@ type KVEventsConfig struct {
 	BlockSize int `yaml:"block_size" json:"block_size"`
 }
 
-func (c KVEventsConfig) enabled() bool { return len(c.Connect) > 0 || c.Bind != "" }
+// Enabled reports whether any KV event source is configured.
+func (c KVEventsConfig) Enabled() bool { return len(c.Connect) > 0 || c.Bind != "" }
 
 func (c KVEventsConfig) validate(backends []backendSpec) error {
 	var errs []error
@@ -64,7 +65,7 @@ func (c KVEventsConfig) validate(backends []backendSpec) error {
 	if c.Bind != "" && !strings.HasPrefix(c.Bind, "tcp://") && !strings.HasPrefix(c.Bind, "ipc://") {
 		errs = append(errs, fmt.Errorf("kv_events.bind %q: want tcp://host:port", c.Bind))
 	}
-	if c.enabled() && c.BlockSize < 1 {
+	if c.Enabled() && c.BlockSize < 1 {
 		errs = append(errs, fmt.Errorf("kv_events.block_size %d: want > 0", c.BlockSize))
 	}
 	return errors.Join(errs...)

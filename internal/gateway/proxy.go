@@ -89,7 +89,7 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 			Message: fmt.Sprintf("model %q is not served by any backend", req.Model), Param: "model", Code: "model_not_found"})
 		return
 	}
-	if st.cfg.Tokenize.Remote && len(req.Tokens) == 0 {
+	if st.tokenize && len(req.Tokens) == 0 {
 		t0 := time.Now()
 		result := g.fillTokens(r.Context(), st, req)
 		g.metrics.tokenize.WithLabelValues(result).Observe(time.Since(t0).Seconds())

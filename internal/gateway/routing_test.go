@@ -202,3 +202,27 @@ func TestReloadKeepsInFlight(t *testing.T) {
 		t.Errorf("Finished for %d requests (%d calls), want 5", len(old.finished), old.calls)
 	}
 }
+
+// TestTokenIDsForPoliciesThatReadThem checks that a policy reading token ids gets them from
+// a backend's /tokenize with no setting, that one that does not costs no /tokenize call, and
+// that tokenize.remote asks for them whatever the policy.
+func TestTokenIDsForPoliciesThatReadThem(t *testing.T) {
+	for _, tc := range []struct {
+		policy string
+		remote bool
+		want   bool
+	}{{"spy-kv-router", false, true}, {"spy-token-load", false, true}, {"spy-round-robin", false, false}, {"spy-round-robin", true, true}} {
+		t.Run(fmt.Sprintf("%s/remote=%v", tc.policy, tc.remote), func(t *testing.T) {
+			a := newFake(t, "a")
+			cfg := testConfig(tc.policy, a)
+			cfg.Tokenize.Remote = tc.remote
+			h := start(t, cfg)
+			if r := h.post(t, "/v1/completions", `{"model":"`+fakeModel+`","prompt":"hello there"}`); r.status != 200 {
+				t.Fatalf("status %d", r.status)
+			}
+			if got := a.tokenize.Load() > 0; got != tc.want || h.g.Tokenizes() != tc.want {
+				t.Errorf("/tokenize called %d times, Tokenizes() %v; want calls %v", a.tokenize.Load(), h.g.Tokenizes(), tc.want)
+			}
+		})
+	}
+}

@@ -17,16 +17,20 @@ import (
 	"kvroute/router"
 )
 
-// TokenizeConfig makes the gateway fill each request's token ids (router.Request.Tokens)
-// from a backend's POST /tokenize, as the engine forms them (chat template included), for
-// policies that hash tokens (precise-prefix): llm-d's token-producer does the same.
+// TokenizeConfig is how the gateway fills each request's token ids (router.Request.Tokens)
+// from a backend's POST /tokenize, as the engine forms them (chat template included), as
+// llm-d's token-producer does. It does so whenever the policy reads token ids
+// (router.ReadsTokens: kv-router, predicted-ttft, precise-prefix, token-load, vtc-basic,
+// prefix-score's llm-d variant), and for any policy with Remote.
 type TokenizeConfig struct {
-	// Remote asks a ready backend's /tokenize for every request without token ids.
+	// Remote asks a ready backend's /tokenize for every request without token ids, whatever
+	// the policy.
 	Remote bool `yaml:"remote" json:"remote"`
 	// CacheEntries bounds the cache of prompts already tokenized (4,096; 0 disables it).
 	CacheEntries int `yaml:"cache_entries" json:"cache_entries"`
-	// Timeout bounds one /tokenize call (2s); a request whose call fails is routed without
-	// token ids (its prefix score is 0).
+	// Timeout bounds one /tokenize call (2s); a request whose call fails, or that no backend
+	// could tokenize (one without /tokenize), is routed without token ids (its prefix score
+	// is 0), and kvroute_gateway_tokenize_seconds{result="error"} counts it.
 	Timeout time.Duration `yaml:"timeout" json:"timeout"`
 }
 

@@ -111,3 +111,10 @@ func (r *Recorder) Removed(endpoint string) {
 		o.Removed(endpoint)
 	}
 }
+
+// ReadsTokens reports whether the wrapped policy reads token ids, so that a driver fills
+// them for the recorder as it would for the policy.
+func (r *Recorder) ReadsTokens() bool { return router.ReadsTokens(r.Policy) }
+
+// TextFree reports whether the wrapped policy never reads text.
+func (r *Recorder) TextFree() bool { return !router.ReadsText(r.Policy) }
