@@ -38,7 +38,7 @@ type fake struct {
 
 	running  atomic.Int64
 	served   atomic.Int64
-	tokenize atomic.Int64 // /tokenize calls answered
+	tokenize atomic.Int64  // /tokenize calls answered
 	hold     chan struct{} // when set, streams wait on it after their first token
 	started  chan string   // when set, receives the name after a held stream's first token
 	dieAfter int           // when > 0, streams abort the connection after this many tokens
