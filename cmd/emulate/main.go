@@ -34,11 +34,13 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
 	"kvroute/internal/emulate"
 	"kvroute/internal/sweep"
+	"kvroute/sim/cluster"
 )
 
 func main() {
@@ -137,9 +139,14 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		log.Error("starting", "err", err)
 		return 1
 	}
+	backends := make([]string, len(reps))
 	for i, r := range reps {
-		log.Info("replica serving", "replica", i, "url", "http://"+r.Addr(), "gpu", o.cfg.GPU, "model", o.cfg.Model, "speed", o.cfg.Speed)
+		backends[i] = cluster.EndpointID(i) + "=http://" + r.Addr()
+		log.Info("replica serving", "replica", cluster.EndpointID(i), "url", "http://"+r.Addr(), "gpu", o.cfg.GPU, "model", o.cfg.Model, "speed", o.cfg.Speed)
 	}
+	// The simulator's names for its replicas: the router given these backends decides on
+	// the ids the simulation decided on.
+	log.Info("for cmd/route", "backends", strings.Join(backends, ","))
 	if admin != nil {
 		log.Info("admin API serving", "url", "http://"+admin.Addr)
 	}
