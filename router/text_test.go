@@ -25,16 +25,8 @@ func TestTextFreePoliciesIgnoreText(t *testing.T) {
 	free := 0
 	for _, name := range reg.Names() {
 		t.Run(name, func(t *testing.T) {
-			picks := func(reqs []router.Request) []router.Decision {
-				p, err := reg.New(name, nil, 3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				snap := &router.Snapshot{Endpoints: routertest.Endpoints(8, "m")}
-				return routertest.Drive(t, p, snap, slices.Clone(reqs))
-			}
 			p, _ := reg.New(name, nil, 3)
-			same := slices.Equal(picks(withText), picks(bare))
+			same := samePicks(t, reg, name, withText, bare)
 			switch {
 			case !router.ReadsText(p):
 				free++
@@ -49,6 +41,21 @@ func TestTextFreePoliciesIgnoreText(t *testing.T) {
 	if free < 6 {
 		t.Errorf("%d text-free policies, want at least the 6 baselines", free)
 	}
+}
+
+// samePicks reports whether policy name, built afresh, decides a and b the same on 8
+// endpoints.
+func samePicks(t *testing.T, reg *router.Registry, name string, a, b []router.Request) bool {
+	t.Helper()
+	picks := func(reqs []router.Request) []router.Decision {
+		p, err := reg.New(name, nil, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		snap := &router.Snapshot{Endpoints: routertest.Endpoints(8, "m")}
+		return routertest.Drive(t, p, snap, slices.Clone(reqs))
+	}
+	return slices.Equal(picks(a), picks(b))
 }
 
 // pseudoTokens turns a prompt into token ids, four bytes a token, so that requests that

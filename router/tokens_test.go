@@ -27,16 +27,8 @@ func TestPoliciesThatIgnoreTokensSayNothing(t *testing.T) {
 	readers := 0
 	for _, name := range reg.Names() {
 		t.Run(name, func(t *testing.T) {
-			picks := func(reqs []router.Request) []router.Decision {
-				p, err := reg.New(name, nil, 3)
-				if err != nil {
-					t.Fatal(err)
-				}
-				snap := &router.Snapshot{Endpoints: routertest.Endpoints(8, "m")}
-				return routertest.Drive(t, p, snap, slices.Clone(reqs))
-			}
 			p, _ := reg.New(name, nil, 3)
-			same := slices.Equal(picks(withTokens), picks(bare))
+			same := samePicks(t, reg, name, withTokens, bare)
 			if router.ReadsTokens(p) {
 				readers++
 				if same {

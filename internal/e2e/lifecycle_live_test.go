@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"kvroute/gpumodel"
-	"kvroute/internal/emulate"
 	"kvroute/internal/gateway"
 	"kvroute/router"
 	"kvroute/router/routertest"
@@ -76,10 +75,9 @@ func startLiveScript(t *testing.T, p router.Policy) *liveScript {
 	gcfg.Limits.MaxRetries = lifecycleMaxRetries
 	gcfg.Health.ScrapeInterval, gcfg.Health.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
 	gcfg.Prefill = map[string]router.PrefillPredictor{}
-	for i := range lifecycleReplicas {
-		rr := startRecordingReplica(t, ctx, 10)
+	ls.reps = startRecording(t, ctx, lifecycleReplicas, 10)
+	for i, rr := range ls.reps {
 		rr.reset = &ls.reset
-		ls.reps = append(ls.reps, rr)
 		gcfg.Backends = append(gcfg.Backends, cluster.EndpointID(i)+"="+rr.srv.URL)
 		gcfg.Prefill[cluster.EndpointID(i)] = pp
 	}
@@ -181,29 +179,4 @@ func (ls *liveScript) waitHealth(t *testing.T, i int, ready bool) {
 			t.Fatalf("%s never became ready=%v", name, ready)
 		}
 	}
-}
-
-// startRecordingReplica serves an emulated H100 replica at speed behind a recordingReplica.
-func startRecordingReplica(t *testing.T, ctx context.Context, speed float64) *recordingReplica {
-	t.Helper()
-	cfg := emulate.DefaultConfig()
-	cfg.GPU, cfg.Model, cfg.Speed = "H100-SXM-80GB", model, speed
-	r, err := emulate.NewReplica(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	rr := &recordingReplica{r: r}
-	rr.srv = httptest.NewServer(rr)
-	rr.addr = rr.srv.Listener.Addr().String()
-	t.Cleanup(func() {
-		rr.mu.Lock()
-		srv := rr.srv
-		rr.mu.Unlock()
-		srv.Close()
-		r.Close()
-	})
-	return rr
 }
