@@ -11,6 +11,10 @@ import (
 // was already tried on 1 + LifecycleConfig.MaxRetries endpoints.
 var ErrRetriesExhausted = errors.New("router: retries exhausted")
 
+// DefaultMaxRetries is max_retries unless a sweep file's router or cmd/route's limits set
+// it: a request is tried on up to two other endpoints.
+const DefaultMaxRetries = 2
+
 // LifecycleConfig is the failure rule a Lifecycle applies.
 type LifecycleConfig struct {
 	// MaxRetries is how many other endpoints a request is tried on after an attempt failed

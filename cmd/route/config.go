@@ -104,8 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.backends, "backends", "", "comma-separated backends, URL or NAME=URL, e.g. gpu-a=http://10.0.0.1:8000,gpu-b=http://10.0.0.2:8000")
 	fs.StringVar(&o.policy, "policy", d.Policy.Name, "routing policy: a name (-list-policies lists them) or, with parameters, the config file's form {name: NAME, PARAM: VALUE, ...} (YAML or JSON)")
 	fs.StringVar(&o.policyParams, "policy-params", "", "deprecated, use -policy '{name: NAME, PARAM: VALUE}': the policy's parameters as a JSON object")
-	fs.DurationVar(&o.metricsInterval, "metrics-interval", d.Gateway.Health.ScrapeInterval, "interval between scrapes of each backend's /metrics (health.metrics_interval)")
-	fs.DurationVar(&o.metricsInterval, "scrape-interval", d.Gateway.Health.ScrapeInterval, "deprecated, use -metrics-interval")
+	fs.DurationVar(&o.metricsInterval, "metrics-interval", d.Gateway.Health.MetricsInterval, "interval between scrapes of each backend's /metrics (health.metrics_interval)")
+	fs.DurationVar(&o.metricsInterval, "scrape-interval", d.Gateway.Health.MetricsInterval, "deprecated, use -metrics-interval")
 	fs.StringVar(&o.apiKeysFile, "api-keys-file", "", "file of API keys clients must send as Authorization: Bearer, one a line (also $"+keysEnv+", comma-separated)")
 	fs.BoolVar(&o.debugHeaders, "debug-headers", false, "add X-Kvroute-Endpoint (backend name) and X-Kvroute-Reason to responses")
 	fs.Uint64Var(&o.seed, "seed", d.Seed, "master seed, as a sweep file's: the policy's random source is seeded with the router seed derived from it")
@@ -251,7 +251,7 @@ func (o *options) apply(name string, c *fileConfig) error {
 			}
 			c.deprecated = append(c.deprecated, "-scrape-interval is deprecated: use -metrics-interval")
 		}
-		c.Gateway.Health.ScrapeInterval = o.metricsInterval
+		c.Gateway.Health.MetricsInterval = o.metricsInterval
 	case "api-keys-file":
 		c.APIKeysFile = o.apiKeysFile
 	case "debug-headers":

@@ -58,7 +58,7 @@ func TestLoadConfig(t *testing.T) {
 	want := gateway.Config{
 		Policy: "prefix-cache", PolicyParams: map[string]any{"imbalance_abs": 8}, Seed: sweep.RouterSeed(7),
 		Backends: []string{"a=http://a:8000", "http://b:8000"}, APIKeys: []string{"secret"}, DebugHeaders: true,
-		Health:   gateway.HealthConfig{ScrapeInterval: 100 * time.Millisecond, ScrapeTimeout: 2 * time.Second, FailureThreshold: 5, MaxBackoff: 5 * time.Second, ModelsInterval: 30 * time.Second},
+		Health:   gateway.HealthConfig{MetricsInterval: 100 * time.Millisecond, ScrapeTimeout: 2 * time.Second, FailureThreshold: 5, MaxBackoff: 5 * time.Second, ModelsInterval: 30 * time.Second},
 		Timeouts: gateway.TimeoutsConfig{Header: 10 * time.Second, FirstByte: 20 * time.Second, Idle: 30 * time.Second, Request: 30 * time.Minute},
 		Limits:   gateway.LimitsConfig{MaxBodyBytes: 1 << 20, MaxRetries: 1},
 		KVEvents: gateway.KVEventsConfig{Connect: []string{"a=tcp://a:5557", "tcp://b:5557"}, Replay: []string{"a=tcp://a:5558"}, BlockSize: 64},
@@ -101,7 +101,7 @@ func TestLoadConfig(t *testing.T) {
 		}, ""},
 		{"flags in the current spelling", []string{"-config", full, "-policy", "{name: least-request}", "-metrics-interval", "20ms", "-seed", "3"}, func(t *testing.T, c fileConfig) {
 			g := c.Gateway
-			if g.Policy != "least-request" || g.PolicyParams != nil || g.Health.ScrapeInterval != 20*time.Millisecond || g.Seed != sweep.RouterSeed(3) {
+			if g.Policy != "least-request" || g.PolicyParams != nil || g.Health.MetricsInterval != 20*time.Millisecond || g.Seed != sweep.RouterSeed(3) {
 				t.Errorf("got %+v", g)
 			}
 			if len(c.deprecated) != 0 {
@@ -116,7 +116,7 @@ func TestLoadConfig(t *testing.T) {
 		{"flags override the file", []string{"-config", full, "-policy", "least-request", "-backends", "http://c:1", "-scrape-interval", "20ms", "-debug-headers=false", "-policy-params", `{"x":1}`,
 			"-kv-events-connect", "http://c:1=tcp://c:5557", "-kv-events-replay", "", "-tokenize=false"}, func(t *testing.T, c fileConfig) {
 			g := c.Gateway
-			if g.Policy != "least-request" || strings.Join(g.Backends, ",") != "http://c:1" || g.Health.ScrapeInterval != 20*time.Millisecond || g.DebugHeaders || fmt.Sprint(g.PolicyParams) != "map[x:1]" {
+			if g.Policy != "least-request" || strings.Join(g.Backends, ",") != "http://c:1" || g.Health.MetricsInterval != 20*time.Millisecond || g.DebugHeaders || fmt.Sprint(g.PolicyParams) != "map[x:1]" {
 				t.Errorf("got %+v", g)
 			}
 			if g.Health.FailureThreshold != 5 {
@@ -130,7 +130,7 @@ func TestLoadConfig(t *testing.T) {
 			}
 		}, ""},
 		{"flags only", []string{"-backends", "http://a:1, http://b:2", "-policy", "prefix-score"}, func(t *testing.T, c fileConfig) {
-			if strings.Join(c.Gateway.Backends, ",") != "http://a:1,http://b:2" || c.Gateway.Health.ScrapeInterval != 50*time.Millisecond || c.Listen != "127.0.0.1:8080" {
+			if strings.Join(c.Gateway.Backends, ",") != "http://a:1,http://b:2" || c.Gateway.Health.MetricsInterval != 50*time.Millisecond || c.Listen != "127.0.0.1:8080" {
 				t.Errorf("got %+v", c)
 			}
 			if c.Server != gateway.DefaultServerConfig() || c.AdminListen != "" || c.Gateway.DebugHeaders {

@@ -73,8 +73,8 @@ func TestVocabularySweepAndRoute(t *testing.T) {
 	if g.Seed != p.RouterSeed() || c.Seed != p.Seed {
 		t.Errorf("seeds: route %d (policy %d), sweep %d (router %d)", c.Seed, g.Seed, p.Seed, p.RouterSeed())
 	}
-	if g.Health.ScrapeInterval != p.Router.MetricsInterval || p.Router.MaxRetries == nil || g.Limits.MaxRetries != *p.Router.MaxRetries {
-		t.Errorf("metrics interval %v, retries %d; sweep %v, %v", g.Health.ScrapeInterval, g.Limits.MaxRetries, p.Router.MetricsInterval, p.Router.MaxRetries)
+	if g.Health.MetricsInterval != p.Router.MetricsInterval || p.Router.MaxRetries == nil || g.Limits.MaxRetries != *p.Router.MaxRetries {
+		t.Errorf("metrics interval %v, retries %d; sweep %v, %v", g.Health.MetricsInterval, g.Limits.MaxRetries, p.Router.MetricsInterval, p.Router.MaxRetries)
 	}
 	if diff := cmp.Diff(p.Fleet.ReplicaConfig, c.Hardware["a"]); diff != "" {
 		t.Errorf("replica (-sweep fleet +route hardware):\n%s", diff)
@@ -110,8 +110,8 @@ func TestVocabularyDefaults(t *testing.T) {
 	if g.Limits.MaxRetries != cluster.DefaultMaxRetries {
 		t.Errorf("max_retries: router %d, simulator %d", g.Limits.MaxRetries, cluster.DefaultMaxRetries)
 	}
-	if g.Health.ScrapeInterval != cluster.DefaultMetricsInterval {
-		t.Errorf("metrics_interval: router %v, the simulator's live default %v", g.Health.ScrapeInterval, cluster.DefaultMetricsInterval)
+	if g.Health.MetricsInterval != cluster.DefaultMetricsInterval {
+		t.Errorf("metrics_interval: router %v, the simulator's live default %v", g.Health.MetricsInterval, cluster.DefaultMetricsInterval)
 	}
 	if e := emulate.DefaultConfig(); g.Limits.MaxBodyBytes != e.MaxBodyBytes {
 		t.Errorf("max_body_bytes: router %d, emulator %d", g.Limits.MaxBodyBytes, e.MaxBodyBytes)

@@ -71,7 +71,7 @@ func startRouter(t *testing.T, ctx context.Context, reps []*recordingReplica, ed
 	for i, rr := range reps {
 		cfg.Backends = append(cfg.Backends, fmt.Sprintf("r%d=%s", i, rr.url()))
 	}
-	cfg.Health.ScrapeInterval, cfg.Health.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
+	cfg.Health.MetricsInterval, cfg.Health.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
 	edit(&cfg)
 	gw, err := gateway.New(cfg, gateway.Options{})
 	if err != nil {

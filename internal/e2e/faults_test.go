@@ -163,7 +163,7 @@ func TestFaultsUnderLoad(t *testing.T) {
 	}
 	gcfg := gateway.DefaultConfig()
 	gcfg.Policy, gcfg.Backends = "least-request", backends
-	gcfg.Health.ScrapeInterval, gcfg.Health.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
+	gcfg.Health.MetricsInterval, gcfg.Health.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
 	gw, err := gateway.New(gcfg, gateway.Options{})
 	if err != nil {
 		t.Fatal(err)

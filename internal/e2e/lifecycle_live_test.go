@@ -73,7 +73,7 @@ func startLiveScript(t *testing.T, p router.Policy) *liveScript {
 	gcfg := gateway.DefaultConfig()
 	gcfg.Policy, gcfg.DebugHeaders = "conformance", true
 	gcfg.Limits.MaxRetries = lifecycleMaxRetries
-	gcfg.Health.ScrapeInterval, gcfg.Health.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
+	gcfg.Health.MetricsInterval, gcfg.Health.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
 	gcfg.Prefill = map[string]router.PrefillPredictor{}
 	ls.reps = startRecording(t, ctx, lifecycleReplicas, 10)
 	for i, rr := range ls.reps {

@@ -56,16 +56,16 @@ type Config struct {
 
 // HealthConfig configures the per-backend scrape loop, which is also the health check.
 type HealthConfig struct {
-	// ScrapeInterval is the time between scrapes of a ready backend's /metrics (50ms): the
+	// MetricsInterval is the time between scrapes of a ready backend's /metrics (50ms): the
 	// metrics_interval of the shared vocabulary (docs/vocabulary.md), the sweep files'
 	// router.metrics_interval.
-	ScrapeInterval time.Duration `yaml:"metrics_interval" json:"metrics_interval"`
+	MetricsInterval time.Duration `yaml:"metrics_interval" json:"metrics_interval"`
 	// ScrapeTimeout bounds one scrape (1s).
 	ScrapeTimeout time.Duration `yaml:"scrape_timeout" json:"scrape_timeout"`
 	// FailureThreshold is the number of consecutive failed scrapes that ejects a backend (3).
 	FailureThreshold int `yaml:"failure_threshold" json:"failure_threshold"`
 	// MaxBackoff caps the probe interval of an ejected backend, which doubles from
-	// ScrapeInterval after each failed probe (2s).
+	// MetricsInterval after each failed probe (2s).
 	MaxBackoff time.Duration `yaml:"max_backoff" json:"max_backoff"`
 	// ModelsInterval is the time between fetches of a backend's /v1/models (10s); the list is
 	// also fetched on a backend's first good scrape and on re-admission.
@@ -113,11 +113,11 @@ func DefaultConfig() Config {
 	return Config{
 		Policy: "prefix-score",
 		Health: HealthConfig{
-			ScrapeInterval: 50 * time.Millisecond, ScrapeTimeout: time.Second, FailureThreshold: 3,
+			MetricsInterval: 50 * time.Millisecond, ScrapeTimeout: time.Second, FailureThreshold: 3,
 			MaxBackoff: 2 * time.Second, ModelsInterval: 10 * time.Second,
 		},
 		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second, Request: 30 * time.Minute},
-		Limits:   LimitsConfig{MaxBodyBytes: openai.DefaultMaxBodyBytes, MaxRetries: 2},
+		Limits:   LimitsConfig{MaxBodyBytes: openai.DefaultMaxBodyBytes, MaxRetries: router.DefaultMaxRetries},
 		KVEvents: KVEventsConfig{BlockSize: 16},
 		Tokenize: TokenizeConfig{CacheEntries: 4096, Timeout: 2 * time.Second},
 	}
@@ -166,11 +166,11 @@ func (c Config) Validate() error {
 
 func (h HealthConfig) validate() error {
 	var errs []error
-	positive(&errs, "health.metrics_interval", h.ScrapeInterval)
+	positive(&errs, "health.metrics_interval", h.MetricsInterval)
 	positive(&errs, "health.scrape_timeout", h.ScrapeTimeout)
 	positive(&errs, "health.models_interval", h.ModelsInterval)
-	if h.MaxBackoff < h.ScrapeInterval {
-		errs = append(errs, fmt.Errorf("health.max_backoff %v: want >= health.metrics_interval %v", h.MaxBackoff, h.ScrapeInterval))
+	if h.MaxBackoff < h.MetricsInterval {
+		errs = append(errs, fmt.Errorf("health.max_backoff %v: want >= health.metrics_interval %v", h.MaxBackoff, h.MetricsInterval))
 	}
 	if h.FailureThreshold < 1 {
 		errs = append(errs, fmt.Errorf("health.failure_threshold %d: want >= 1", h.FailureThreshold))

@@ -22,7 +22,7 @@ func TestConfigValidate(t *testing.T) {
 		{"duplicate name", func(c *Config) { c.Backends = []string{"a=http://x:1", "a=http://x:2"} }, []string{"backends[1]: name a listed twice"}},
 		{"bad name", func(c *Config) { c.Backends = []string{"a b=http://x:1"} }, []string{`backends[0]: name "a b"`}},
 		{"bad key", func(c *Config) { c.APIKeys = []string{"a b"} }, []string{"api_keys[0]"}},
-		{"zero interval", func(c *Config) { c.Health.ScrapeInterval = 0 }, []string{"health.metrics_interval"}},
+		{"zero interval", func(c *Config) { c.Health.MetricsInterval = 0 }, []string{"health.metrics_interval"}},
 		{"backoff below interval", func(c *Config) { c.Health.MaxBackoff = time.Millisecond }, []string{"health.max_backoff"}},
 		{"threshold", func(c *Config) { c.Health.FailureThreshold = 0 }, []string{"health.failure_threshold"}},
 		{"timeouts", func(c *Config) { c.Timeouts = TimeoutsConfig{} }, []string{"timeouts.header", "timeouts.first_byte", "timeouts.idle", "timeouts.request"}},

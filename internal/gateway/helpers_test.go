@@ -108,7 +108,7 @@ func testConfig(policy string, fakes ...*fake) Config {
 	for _, f := range fakes {
 		cfg.Backends = append(cfg.Backends, f.name+"="+f.url())
 	}
-	cfg.Health.ScrapeInterval = 5 * time.Millisecond
+	cfg.Health.MetricsInterval = 5 * time.Millisecond
 	cfg.Health.FailureThreshold = 2
 	cfg.Health.MaxBackoff = 40 * time.Millisecond
 	return cfg

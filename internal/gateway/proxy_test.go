@@ -185,7 +185,7 @@ func TestBackendIdentityStaysPrivate(t *testing.T) {
 			cfg := testConfig("spy-round-robin", a, dead)
 			cfg.DebugHeaders = debug
 			cfg.Limits.MaxRetries = 0
-			cfg.Health.ScrapeInterval, cfg.Health.MaxBackoff = time.Hour, time.Hour // the proxy finds it dead
+			cfg.Health.MetricsInterval, cfg.Health.MaxBackoff = time.Hour, time.Hour // the proxy finds it dead
 			h := start(t, cfg)
 			dead.kill()
 			ok, failed := h.post(t, "/v1/chat/completions", chatBody("x", false, "")), h.post(t, "/v1/chat/completions", chatBody("y", false, ""))

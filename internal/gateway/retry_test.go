@@ -72,7 +72,7 @@ type ruleCase struct {
 func (tc ruleCase) run(t *testing.T, retries int, stream bool, want outcome) {
 	bad, good := newFake(t, "bad"), newFake(t, "good")
 	cfg := testConfig("first-ready", bad, good)
-	cfg.Health.ScrapeInterval, cfg.Health.MaxBackoff = time.Hour, time.Hour // only the proxy path sees the failure
+	cfg.Health.MetricsInterval, cfg.Health.MaxBackoff = time.Hour, time.Hour // only the proxy path sees the failure
 	cfg.Limits.MaxRetries = retries
 	if tc.cfg != nil {
 		tc.cfg(&cfg)

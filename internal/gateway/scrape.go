@@ -68,9 +68,9 @@ func (g *Gateway) nextProbe(b *backend) time.Duration {
 	ready, k := b.ready, b.failures-hc.FailureThreshold
 	g.mu.Unlock()
 	if ready || k <= 0 {
-		return hc.ScrapeInterval
+		return hc.MetricsInterval
 	}
-	d := hc.ScrapeInterval
+	d := hc.MetricsInterval
 	for ; k > 0 && d < hc.MaxBackoff; k-- {
 		d *= 2
 	}

@@ -54,7 +54,7 @@ func TestScrapeLoopBackoff(t *testing.T) {
 		t0 := time.Now()
 		cfg := DefaultConfig()
 		cfg.Backends = []string{"http://backend:8000"}
-		cfg.Health = HealthConfig{ScrapeInterval: 50 * time.Millisecond, ScrapeTimeout: time.Second,
+		cfg.Health = HealthConfig{MetricsInterval: 50 * time.Millisecond, ScrapeTimeout: time.Second,
 			FailureThreshold: 3, MaxBackoff: 400 * time.Millisecond, ModelsInterval: time.Hour}
 		g, err := New(cfg, Options{Transport: sb, OnHealth: func(_, _ string, ready bool, _ error) {
 			health = append(health, event{time.Since(t0), ready})

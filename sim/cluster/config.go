@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"kvroute/router"
 	"kvroute/sim/engine"
 )
 
@@ -63,7 +64,7 @@ type Failure struct {
 
 // DefaultMaxRetries is the retries a sweep file's router gets unless it sets max_retries, as
 // cmd/route's limits.max_retries.
-const DefaultMaxRetries = 2
+const DefaultMaxRetries = router.DefaultMaxRetries
 
 // DefaultMetricsInterval is the scrape period of the Gateway API Inference Extension and
 // AIBrix (50 ms).
