@@ -86,7 +86,7 @@ func (l *Lifecycle) decide(t *Ticket, now time.Time) error {
 // FirstToken reports that the first token of t's current attempt came back at now. Only the
 // attempt's first report reaches the policy (FirstTokenObserver).
 func (t *Ticket) FirstToken(now time.Time) {
-	l := t.lifecycle()
+	l := t.l
 	if l == nil {
 		return
 	}
@@ -105,7 +105,7 @@ func (t *Ticket) FirstToken(now time.Time) {
 // in-flight charge is released and the policy hears Observer.Finished. Only the first call
 // has an effect; it reports whether this call was it.
 func (t *Ticket) Finish(u Usage, now time.Time) bool {
-	l := t.lifecycle()
+	l := t.l
 	if l == nil {
 		return false
 	}
@@ -125,7 +125,7 @@ func (t *Ticket) Finish(u Usage, now time.Time) bool {
 // again; otherwise the ticket has ended, and the error wraps ErrRetriesExhausted,
 // ErrNoEndpoint or a policy's error.
 func (t *Ticket) Retry(now time.Time) error {
-	l := t.lifecycle()
+	l := t.l
 	if l == nil {
 		return ErrRetriesExhausted
 	}
@@ -160,7 +160,7 @@ func (l *Lifecycle) release(t *Ticket, u Usage, now time.Time) {
 	}
 }
 
-func (t *Ticket) lifecycle() *Lifecycle { return t.l }
+// The accessors below are for the goroutine that drives the ticket.
 
 // Decision returns the current (or last) attempt's decision.
 func (t *Ticket) Decision() Decision { return t.decision }
