@@ -102,6 +102,7 @@ func TestChatPrefixesText(t *testing.T) {
 			t.Fatalf("request %d differs between runs with the same seed", i)
 		}
 		var text strings.Builder
+		contents := make([]string, len(q.Messages))
 		for j, m := range q.Messages {
 			want := RoleUser
 			if j%2 == 1 {
@@ -111,8 +112,9 @@ func TestChatPrefixesText(t *testing.T) {
 				t.Fatalf("%s message %d is %s, want %s", q.ID, j, m.Role, want)
 			}
 			text.WriteString(m.Content)
+			contents[j] = m.Content
 		}
-		if len(q.Messages)%2 != 1 || text.String() != q.Text || Words(q.Tokens) != q.Text {
+		if len(q.Messages)%2 != 1 || strings.Join(contents, " ") != q.Text || Words(q.Tokens) != text.String() {
 			t.Fatalf("%s: %d messages, text and tokens disagree", q.ID, len(q.Messages))
 		}
 	}

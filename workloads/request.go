@@ -46,8 +46,9 @@ type Request struct {
 	PrefixGroup string
 	// Tokens holds the prompt's token ids: the whole history for a multi-turn session.
 	Tokens []int32
-	// Text is the prompt's text, the concatenation of the Messages' contents. It is empty
-	// when the stream was built WithText(false).
+	// Text is the prompt's text: the Messages' contents joined by a single space, as a router
+	// flattens a chat request (router.Request.Prompt). It is empty when the stream was built
+	// WithText(false).
 	Text string
 	// Messages is the prompt as chat messages (system, then alternating user and assistant,
 	// ending with user). It is nil when the stream was built WithText(false).

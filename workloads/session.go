@@ -140,6 +140,9 @@ func (s *session) appendSegment(role Role, seg segment, withText bool) {
 		s.tokens = append(doubling(s.tokens, len(seg.tokens)), seg.tokens...)
 	}
 	if withText {
+		if len(s.msgs) > 0 { // messages are flattened joined by a space, as a router flattens them
+			s.textBuf = append(doubling(s.textBuf, 1+len(seg.text)), ' ')
+		}
 		s.textBuf = append(doubling(s.textBuf, len(seg.text)), seg.text...)
 		s.text = unsafe.String(unsafe.SliceData(s.textBuf), len(s.textBuf))
 		s.msgs = append(s.msgs, Message{Role: role, Content: seg.text})

@@ -67,7 +67,7 @@ func TestClosedLoopSessions(t *testing.T) {
 		if !slices.Equal(r.Tokens[:len(history)], history) {
 			t.Errorf("turn %s does not start with the previous prompt and answer tokens", r.ID)
 		}
-		if !strings.HasPrefix(r.Text, p.Text+Words(p.AnswerTokens)) {
+		if !strings.HasPrefix(r.Text, p.Text+" "+Words(p.AnswerTokens)+" ") {
 			t.Errorf("turn %s does not start with the previous prompt and answer text", r.ID)
 		}
 		if n := len(r.Messages); r.Messages[n-2].Role != RoleAssistant || r.Messages[n-1].Role != RoleUser {
@@ -85,14 +85,16 @@ func TestClosedLoopSessions(t *testing.T) {
 func checkAgreement(t *testing.T, r Request) {
 	t.Helper()
 	var text strings.Builder
-	for _, m := range r.Messages {
+	contents := make([]string, len(r.Messages))
+	for i, m := range r.Messages {
 		text.WriteString(m.Content)
+		contents[i] = m.Content
 	}
-	if text.String() != r.Text {
-		t.Errorf("%s: Text is not the concatenation of its messages", r.ID)
+	if strings.Join(contents, " ") != r.Text {
+		t.Errorf("%s: Text is not its messages joined by a space", r.ID)
 	}
-	if Words(r.Tokens) != r.Text {
-		t.Errorf("%s: Text is not the synthetic text of its tokens", r.ID)
+	if Words(r.Tokens) != text.String() {
+		t.Errorf("%s: the messages are not the synthetic text of its tokens", r.ID)
 	}
 	if r.FollowUp && len(r.AnswerTokens) != r.OutputTokens {
 		t.Errorf("%s: %d answer tokens, want OutputTokens = %d", r.ID, len(r.AnswerTokens), r.OutputTokens)
@@ -142,7 +144,7 @@ func TestDoneVariants(t *testing.T) {
 			if want := tc.done.At + time.Second; next.Arrival != want {
 				t.Errorf("next turn at %v, want %v", next.Arrival, want)
 			}
-			rest := strings.TrimPrefix(next.Text, first.Text)
+			rest := strings.TrimPrefix(next.Text, first.Text+" ") // the answer is the next message
 			if tc.wantStart != "" && !strings.HasPrefix(rest, tc.wantStart) {
 				t.Errorf("next turn continues with %q, want %q", rest, tc.wantStart)
 			}
