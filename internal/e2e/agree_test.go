@@ -30,6 +30,9 @@ type agreeSetup struct {
 	NumBlocks int // KV capacity of each replica in blocks; 0: the GPU's
 	Workload  workloads.Config
 	Seed      uint64
+	// NetworkDelay is the simulator's one-way router↔replica delay (cluster.Config); the
+	// live side has whatever loopback HTTP costs.
+	NetworkDelay time.Duration
 }
 
 // agreeRun is what one side of an agreement check measured.
@@ -37,6 +40,8 @@ type agreeRun struct {
 	Metrics results.Metrics
 	// Share is the fraction of the requests each endpoint served, by endpoint name.
 	Share map[string]float64
+	// Reasons counts the requests by the router's decision branch.
+	Reasons map[string]int
 	// Prompt and Cached are the prompt and cached tokens summed over completed requests.
 	Prompt, Cached int
 	// EngineTTFT holds each completed request's time to first token on the engine's clock
@@ -139,11 +144,11 @@ func (a agreeSetup) simulate(t *testing.T) agreeRun {
 		reps[i] = engine.Config{Deployment: a.deployment(), NumBlocks: a.NumBlocks}
 	}
 	acc := newAgreeAcc()
-	c, err := cluster.New(cluster.Config{Replicas: reps, Model: model, MetricsInterval: cluster.DefaultMetricsInterval},
-		p, stream, cluster.Sink{Record: func(r *results.Record) {
-			ttft, ok := r.TTFT()
-			acc.add(r, ttft, ok)
-		}, ITL: acc.agg.AddITL})
+	cfg := cluster.Config{Replicas: reps, Model: model, MetricsInterval: cluster.DefaultMetricsInterval, NetworkDelay: a.NetworkDelay}
+	c, err := cluster.New(cfg, p, stream, cluster.Sink{Record: func(r *results.Record) {
+		ttft, ok := r.TTFT()
+		acc.add(r, ttft-2*a.NetworkDelay, ok) // the engine's: without the delay there and back
+	}, ITL: acc.agg.AddITL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,18 +161,21 @@ func (a agreeSetup) simulate(t *testing.T) agreeRun {
 // agreeAcc accumulates the records of one side.
 type agreeAcc struct {
 	agg            *results.Aggregator
-	count          map[string]int
+	count, reasons map[string]int
 	n              int
 	prompt, cached int
 	ttft           []time.Duration
 }
 
-func newAgreeAcc() *agreeAcc { return &agreeAcc{agg: results.NewAggregator(), count: map[string]int{}} }
+func newAgreeAcc() *agreeAcc {
+	return &agreeAcc{agg: results.NewAggregator(), count: map[string]int{}, reasons: map[string]int{}}
+}
 
 // add counts r; engineTTFT is its engine-side TTFT when ok.
 func (a *agreeAcc) add(r *results.Record, engineTTFT time.Duration, ok bool) {
 	a.agg.Add(r)
 	a.count[r.Endpoint]++
+	a.reasons[r.Reason]++
 	a.n++
 	if r.Status != results.StatusCompleted {
 		return
@@ -180,7 +188,7 @@ func (a *agreeAcc) add(r *results.Record, engineTTFT time.Duration, ok bool) {
 }
 
 func (a *agreeAcc) run() agreeRun {
-	out := agreeRun{Metrics: a.agg.Metrics(), Share: map[string]float64{}, Prompt: a.prompt, Cached: a.cached, EngineTTFT: a.ttft}
+	out := agreeRun{Metrics: a.agg.Metrics(), Share: map[string]float64{}, Reasons: a.reasons, Prompt: a.prompt, Cached: a.cached, EngineTTFT: a.ttft}
 	for e, c := range a.count {
 		out.Share[e] = float64(c) / float64(a.n)
 	}
