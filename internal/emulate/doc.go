@@ -19,15 +19,19 @@
 // (virtual time ÷ Speed), what clients measure. Text in the workloads' synthetic vocabulary
 // (workloads.Words, what cmd/loadgen sends for generated workloads) becomes the very token ids
 // the workload drew, so a live prompt has the simulator's token count; other text becomes
-// token ids by hashing its 4-byte chunks, so equal text prefixes share cache blocks. A chat prompt is
-// tokenized as a minimal chat template would: each message's content on its own, each followed
-// by one separator token (roles are ignored). Every request generates exactly max_tokens
+// token ids by hashing its 4-byte chunks, so equal text prefixes share cache blocks. A chat
+// prompt is each message's content tokenized on its own and concatenated, with no template
+// tokens and no roles, as the simulator's workloads count it. Every request generates exactly max_tokens
 // tokens (16 when absent) of deterministic words seeded by its prompt: one word a token for
 // completions; for chat, max_tokens synthetic-vocabulary words, handed to the engine as the
 // answer's token ids, so a conversation's next turn, which re-sends the answer
 // as an assistant message, hits its blocks in the prefix cache as it would on vLLM. A client
 // that disconnects aborts its request (engine.Replica.Abort), freeing its batch slot and blocks
 // at the end of the step in flight, as vLLM does.
+//
+// Every successful completion carries X-Kvroute-Engine-Ttft (HeaderEngineTTFT): its time to
+// first token on the engine's virtual clock, in seconds, which is what the simulator reports
+// and which neither HTTP nor a busy host lengthens; cmd/loadgen records it.
 //
 // Fail, Recover, SetSlowdown and SetErrorRate inject failures, also over HTTP under /admin/.
 package emulate

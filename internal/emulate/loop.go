@@ -136,7 +136,7 @@ func (c *core) stretch(d time.Duration) time.Duration {
 func (c *core) firstToken(req *engine.Request, at sim.Time) {
 	st := req.Tag.(*stream)
 	c.ttft.observe(c.seconds(at - st.arrival))
-	st.publish(1, nil)
+	st.first(time.Duration(at - st.arrival))
 	c.active = append(c.active, st)
 	c.fresh++
 }

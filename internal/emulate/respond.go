@@ -126,6 +126,7 @@ func (r *Replica) writeWhole(w http.ResponseWriter, req *http.Request, p pending
 	v := r.envelope(p, false)
 	v.Choices = append(v.Choices, choice(p, p.st.answer(0, res.OutputTokens), false, &finish))
 	v.Usage = usageOf(res)
+	p.st.setEngineTTFT(w.Header())
 	writeJSON(w, http.StatusOK, v)
 }
 
@@ -152,6 +153,7 @@ func (r *Replica) writeStream(w http.ResponseWriter, req *http.Request, p pendin
 			h := w.Header()
 			h.Set("Content-Type", "text/event-stream")
 			h.Set("Cache-Control", "no-cache")
+			p.st.setEngineTTFT(h)
 			w.WriteHeader(http.StatusOK)
 			if p.chat {
 				empty, v := "", r.envelope(p, true)

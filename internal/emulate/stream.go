@@ -1,7 +1,10 @@
 package emulate
 
 import (
+	"net/http"
+	"strconv"
 	"sync"
+	"time"
 
 	"kvroute/sim"
 	"kvroute/sim/engine"
@@ -23,10 +26,11 @@ type stream struct {
 	sent    int      // tokens published
 	ended   bool     // the engine reported the request's end
 
-	mu     sync.Mutex
-	tokens int
-	done   bool
-	result engine.Result
+	mu         sync.Mutex
+	tokens     int
+	done       bool
+	result     engine.Result
+	engineTTFT time.Duration // virtual time from the engine's receipt to the first token
 }
 
 // newStream prepares a request to generate outputTokens after prompt. A chat answer's
@@ -76,6 +80,32 @@ func (s *stream) publish(n int, res *engine.Result) {
 	select {
 	case s.notify <- struct{}{}:
 	default:
+	}
+}
+
+// first publishes the first token, produced ttft of virtual time after the engine received
+// the request.
+func (s *stream) first(ttft time.Duration) {
+	s.mu.Lock()
+	s.engineTTFT = ttft
+	s.mu.Unlock()
+	s.publish(1, nil)
+}
+
+// HeaderEngineTTFT is the response header that carries a request's time to first token on
+// the engine's clock: from the engine receiving the request to its first token, in seconds
+// of virtual time (the modelled GPU's time, what the simulator reports as TTFT; neither
+// Speed nor the host's HTTP and scheduling delays are in it). Every successful completion,
+// streamed or not, carries it; cmd/loadgen records it as Result.EngineTTFT.
+const HeaderEngineTTFT = "X-Kvroute-Engine-Ttft"
+
+// setEngineTTFT sets HeaderEngineTTFT on h once the first token is out.
+func (s *stream) setEngineTTFT(h http.Header) {
+	s.mu.Lock()
+	d, ok := s.engineTTFT, s.tokens > 0
+	s.mu.Unlock()
+	if ok {
+		h.Set(HeaderEngineTTFT, strconv.FormatFloat(d.Seconds(), 'f', 6, 64))
 	}
 }
 

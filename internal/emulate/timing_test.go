@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -139,8 +140,20 @@ func TestTokenTimesMatchEngine(t *testing.T) {
 				if diff := cmp.Diff(want, tokenOffsets(t, rec, start)); diff != "" {
 					t.Errorf("token write times after the start (-engine +served):\n%s", diff)
 				}
+				checkEngineTTFT(t, rec, ref.results[0])
 			})
 		})
+	}
+}
+
+// checkEngineTTFT checks that a response carries the engine's time to first token, in
+// virtual seconds, in its HeaderEngineTTFT.
+func checkEngineTTFT(t *testing.T, rec *recorder, res engine.Result) {
+	t.Helper()
+	want := time.Duration(res.FirstToken - res.Arrival).Seconds()
+	got, err := strconv.ParseFloat(rec.header.Get(HeaderEngineTTFT), 64)
+	if err != nil || math.Abs(got-want) > 1e-6 {
+		t.Errorf("%s: %q (%v), want %.6f s", HeaderEngineTTFT, rec.header.Get(HeaderEngineTTFT), err, want)
 	}
 }
 
@@ -203,6 +216,7 @@ func TestPreemptionKeepsCountsAndFinish(t *testing.T) {
 			if got[0] != first || got[len(got)-1] != last {
 				t.Errorf("request %d: first and last token at %v and %v, engine at %v and %v", i, got[0], got[len(got)-1], first, last)
 			}
+			checkEngineTTFT(t, rec, res)
 			for j := 1; j < len(got); j++ {
 				if got[j] < got[j-1] {
 					t.Fatalf("request %d: token %d at %v before token %d at %v", i, j, got[j], j-1, got[j-1])

@@ -22,7 +22,9 @@
 // E2E the time to "data: [DONE]". Prompt, cached (usage.prompt_tokens_details.cached_tokens)
 // and completion tokens come from the final usage chunk when the server sends one. The
 // router's X-Kvroute-Endpoint (the backend's name) and X-Kvroute-Reason response headers, when
-// present (cmd/route sends them with -debug-headers), fill Record.Endpoint and Record.Reason.
+// present (cmd/route sends them with -debug-headers), fill Record.Endpoint and Record.Reason;
+// the emulator's X-Kvroute-Engine-Ttft (the TTFT on its engine's clock) fills
+// Result.EngineTTFT, which no HTTP hop and no busy host lengthen.
 //
 // # Failures
 //

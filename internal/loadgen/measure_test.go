@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"testing/synctest"
@@ -142,5 +143,31 @@ func TestRequestBody(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEngineTTFTHeader checks how the engine-side TTFT header is read: seconds, and 0 for
+// anything absent or unreasonable.
+func TestEngineTTFTHeader(t *testing.T) {
+	cases := []struct {
+		value string
+		want  time.Duration
+	}{
+		{"", 0},
+		{"0.013412", 13412 * time.Microsecond},
+		{"2", 2 * time.Second},
+		{"-0.5", 0},
+		{"NaN", 0},
+		{"1e300", 0},
+		{"fast", 0},
+	}
+	for _, tc := range cases {
+		h := http.Header{}
+		if tc.value != "" {
+			h.Set(HeaderEngineTTFT, tc.value)
+		}
+		if got := engineTTFT(h); got != tc.want {
+			t.Errorf("%q: got %v, want %v", tc.value, got, tc.want)
+		}
 	}
 }

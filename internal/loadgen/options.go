@@ -19,6 +19,10 @@ const (
 const (
 	HeaderEndpoint = "X-Kvroute-Endpoint"
 	HeaderReason   = "X-Kvroute-Reason"
+	// HeaderEngineTTFT is the time to first token on the server engine's clock, in
+	// seconds, that the emulator (internal/emulate.HeaderEngineTTFT) sets; Run copies it
+	// into Result.EngineTTFT.
+	HeaderEngineTTFT = "X-Kvroute-Engine-Ttft"
 	// HeaderSession carries the workload's session id on every request.
 	HeaderSession = "X-Session-Id"
 )

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,10 @@ type Result struct {
 	ITL []time.Duration
 	// Text is the answer received, the content chunks concatenated.
 	Text string
+	// EngineTTFT is the time to first token on the server's engine clock, from the
+	// HeaderEngineTTFT response header (the emulator sets it; 0 when absent): unlike
+	// Record's TTFT, it holds no HTTP hop and no delay of a busy client host.
+	EngineTTFT time.Duration
 	// Warmup reports that the request arrived before Options.Warmup: it is not part of
 	// the measurement.
 	Warmup bool
@@ -134,6 +139,7 @@ func (s *sender) send(ctx context.Context, req *workloads.Request) *Result {
 	}
 	defer resp.Body.Close()
 	rec.Endpoint, rec.Reason = resp.Header.Get(HeaderEndpoint), resp.Header.Get(HeaderReason)
+	res.EngineTTFT = engineTTFT(resp.Header)
 	if resp.StatusCode != http.StatusOK {
 		status, err := httpError(resp)
 		s.fail(ctx, res, status, err)
@@ -142,6 +148,22 @@ func (s *sender) send(ctx context.Context, req *workloads.Request) *Result {
 	s.readStream(ctx, resp.Body, res)
 	return res
 }
+
+// engineTTFT parses HeaderEngineTTFT (seconds); 0 when absent or not a positive number.
+func engineTTFT(h http.Header) time.Duration {
+	v := h.Get(HeaderEngineTTFT)
+	if v == "" {
+		return 0
+	}
+	s, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(s > 0) || s > maxEngineTTFT.Seconds() {
+		return 0
+	}
+	return time.Duration(s * 1e9)
+}
+
+// maxEngineTTFT bounds the engine TTFT a header may report; larger values are ignored.
+const maxEngineTTFT = 24 * time.Hour
 
 // fail ends res with status and cause; a context that timed out or was cancelled overrides
 // them, since the error then only reports the interruption.
