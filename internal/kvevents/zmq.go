@@ -39,16 +39,22 @@ type Source struct {
 	// Replay is the replica's replay ROUTER endpoint (vLLM's replay_endpoint), used to fill
 	// sequence gaps; "" marks the replica stale on a gap instead. Dial mode only.
 	Replay string
-	// Endpoint ID for the events of this source; "" takes it from the topic's pod, mapped
-	// through Subscriber.Resolve.
+	// ID, when set, owns every event of this source whatever its topic says (in connect
+	// mode: the replica whose publisher is dialed). "" takes the replica from each topic's
+	// pod, mapped through Subscriber.Resolve: anyone who can send on the socket can then
+	// speak for any replica Resolve accepts.
 	ID string
+	// Model is the served model name, the salt of the first block's key, for messages whose
+	// topic is not kv@<pod>@<model> (vLLM's default topic is empty); a topic's model wins.
+	Model string
 }
 
 // Subscriber feeds an Index from Sources.
 type Subscriber struct {
 	Index *Index
-	// Resolve maps a topic's pod to the router's endpoint ID; nil uses the pod as is. Events
-	// of a pod it rejects are counted as skipped.
+	// Resolve maps a topic's pod to a configured replica's endpoint ID, for sources without
+	// an ID; messages of a pod it rejects, or of any pod when it is nil, are dropped and
+	// counted (Stats.DroppedTopic).
 	Resolve func(pod string) (string, bool)
 	// RetryInterval is the pause before redialing a lost publisher (default 250 ms).
 	RetryInterval time.Duration
@@ -93,6 +99,8 @@ func (s *Subscriber) retry() time.Duration {
 	return 250 * time.Millisecond
 }
 
+// open makes a SUB socket for src. A source with an ID subscribes to every topic (vLLM's
+// default topic is empty); one without takes only kv@ topics.
 func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) {
 	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0))
 	var err error
@@ -102,7 +110,11 @@ func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) 
 		err = sub.Dial(src.Endpoint)
 	}
 	if err == nil {
-		err = sub.SetOption(zmq4.OptionSubscribe, "kv@")
+		topic := "kv@"
+		if src.ID != "" {
+			topic = ""
+		}
+		err = sub.SetOption(zmq4.OptionSubscribe, topic)
 	}
 	if err != nil {
 		sub.Close()
@@ -123,7 +135,7 @@ func (s *Subscriber) read(ctx context.Context, src Source, sub zmq4.Socket) erro
 		case err != nil: // one dialing replica went away; the listener keeps the others
 			s.report(fmt.Errorf("kvevents: %s: receive: %w", src.Endpoint, err))
 		default:
-			s.handle(ctx, src, msg.Frames)
+			s.handle(ctx, src, msg)
 		}
 	}
 }
@@ -134,28 +146,23 @@ func (s *Subscriber) report(err error) {
 	}
 }
 
-// handle applies one [topic, seq, payload] message.
-func (s *Subscriber) handle(ctx context.Context, src Source, frames [][]byte) {
+// handle applies one [topic, seq, payload] message; zmq4 hands ZMTP commands (a PING) to
+// Recv too, and they are ignored.
+func (s *Subscriber) handle(ctx context.Context, src Source, msg zmq4.Msg) {
+	if msg.Type == zmq4.CmdMsg {
+		return
+	}
+	frames := msg.Frames
 	if len(frames) != 3 || len(frames[1]) != 8 {
-		s.Index.countDropped()
+		s.Index.countDrop(dropMalformed)
 		s.report(fmt.Errorf("kvevents: %s: message of %d frames, want topic, 8-byte seq, payload", src.Endpoint, len(frames)))
 		return
 	}
-	pod, model, ok := ParseTopic(string(frames[0]))
-	if !ok {
-		s.Index.countDropped()
-		s.report(fmt.Errorf("kvevents: %s: topic %q is not kv@<pod>@<model>", src.Endpoint, frames[0]))
+	id, model, err := s.owner(src, frames[0])
+	if err != nil {
+		s.Index.countDrop(dropTopic)
+		s.report(fmt.Errorf("kvevents: %s: %w", src.Endpoint, err))
 		return
-	}
-	id := src.ID
-	if id == "" {
-		if id, ok = pod, true; s.Resolve != nil {
-			id, ok = s.Resolve(pod)
-		}
-		if !ok {
-			s.Index.countSkipped()
-			return
-		}
 	}
 	var fill Filler
 	if src.Replay != "" && !src.Bind {
@@ -164,6 +171,27 @@ func (s *Subscriber) handle(ctx context.Context, src Source, frames [][]byte) {
 	if err := s.Index.Handle(id, model, binary.BigEndian.Uint64(frames[1]), frames[2], fill); err != nil {
 		s.report(fmt.Errorf("kvevents: %s (%s): %w", src.Endpoint, id, err))
 	}
+}
+
+// owner returns the replica a message of src with this topic belongs to, and its model:
+// src.ID when set, else the topic's pod as Resolve maps it.
+func (s *Subscriber) owner(src Source, topic []byte) (id, model string, err error) {
+	pod, model, ok := ParseTopic(string(topic))
+	if src.ID != "" {
+		if !ok {
+			model = src.Model
+		}
+		return src.ID, model, nil
+	}
+	if !ok {
+		return "", "", fmt.Errorf("topic %q is not kv@<pod>@<model>", topic)
+	}
+	if s.Resolve != nil {
+		if id, ok = s.Resolve(pod); ok {
+			return id, model, nil
+		}
+	}
+	return "", "", fmt.Errorf("topic %q names no configured replica", topic)
 }
 
 // endSeq is the replay stream's end marker, -1 as 8 big-endian bytes (vLLM END_SEQ).
