@@ -46,6 +46,9 @@ type Stats struct {
 	// (another block size, a parent it never saw, a medium other than GPU).
 	Unknown, Skipped         uint64
 	Gaps, Replayed, Restarts uint64
+	// Closed* count connections the wire guard closed, by WireReason, before zmq4 read what
+	// broke the rule.
+	ClosedFrameTooLarge, ClosedTooManyFrames, ClosedMessageTooLarge, ClosedProtocol, ClosedConnLimit uint64
 }
 
 // Count is one labelled counter.
@@ -58,6 +61,13 @@ type Count struct {
 func (s Stats) DroppedBy() []Count {
 	return []Count{{"malformed", s.DroppedMalformed}, {"topic", s.DroppedTopic},
 		{"undecodable", s.DroppedUndecodable}, {"overflow", s.DroppedOverflow}}
+}
+
+// ClosedBy lists the connections the guard closed by reason (WireReason's String).
+func (s Stats) ClosedBy() []Count {
+	return []Count{{WireFrameTooLarge.String(), s.ClosedFrameTooLarge}, {WireTooManyFrames.String(), s.ClosedTooManyFrames},
+		{WireMessageTooLarge.String(), s.ClosedMessageTooLarge}, {WireProtocol.String(), s.ClosedProtocol},
+		{WireConnLimit.String(), s.ClosedConnLimit}}
 }
 
 type dropReason uint8
@@ -85,6 +95,24 @@ func (x *Index) drop(r dropReason) {
 }
 
 func (x *Index) countDrop(r dropReason) { x.mu.Lock(); x.drop(r); x.mu.Unlock() }
+
+// countWire counts a connection the guard closed.
+func (x *Index) countWire(r WireReason) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch r {
+	case WireFrameTooLarge:
+		x.stats.ClosedFrameTooLarge++
+	case WireTooManyFrames:
+		x.stats.ClosedTooManyFrames++
+	case WireMessageTooLarge:
+		x.stats.ClosedMessageTooLarge++
+	case WireProtocol:
+		x.stats.ClosedProtocol++
+	case WireConnLimit:
+		x.stats.ClosedConnLimit++
+	}
+}
 
 // Index turns each replica's engine-keyed events into router-keyed Observer calls. It is
 // safe for concurrent use.

@@ -1,9 +1,11 @@
 package kvevents
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
+	"log"
 	"strings"
 	"time"
 
@@ -56,6 +58,9 @@ type Subscriber struct {
 	// an ID; messages of a pod it rejects, or of any pod when it is nil, are dropped and
 	// counted (Stats.DroppedTopic).
 	Resolve func(pod string) (string, bool)
+	// Wire bounds what peers can make the subscriber hold; the zero value means
+	// DefaultWireLimits.
+	Wire WireLimits
 	// RetryInterval is the pause before redialing a lost publisher (default 250 ms).
 	RetryInterval time.Duration
 	// ReplayTimeout bounds one replay request (default 2 s).
@@ -69,6 +74,9 @@ type Subscriber struct {
 // retried with a new socket every RetryInterval: zmq4's own automatic reconnect races with
 // Close, and would dial a bound endpoint's own address.
 func (s *Subscriber) Run(ctx context.Context, src Source) error {
+	if err := s.wire().Validate(); err != nil {
+		return err
+	}
 	for {
 		sub, err := s.open(ctx, src)
 		switch {
@@ -99,15 +107,34 @@ func (s *Subscriber) retry() time.Duration {
 	return 250 * time.Millisecond
 }
 
-// open makes a SUB socket for src. A source with an ID subscribes to every topic (vLLM's
-// default topic is empty); one without takes only kv@ topics.
+func (s *Subscriber) wire() WireLimits {
+	if s.Wire == (WireLimits{}) {
+		return DefaultWireLimits()
+	}
+	return s.Wire
+}
+
+// guard returns a guard for one socket of type own, counting into the index.
+func (s *Subscriber) guard(own zmq4.SocketType) *guard {
+	return &guard{lim: s.wire(), own: own, count: s.Index.countWire}
+}
+
+// open makes a guarded SUB socket for src. A source with an ID subscribes to every topic
+// (vLLM's default topic is empty); one without takes only kv@ topics.
 func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) {
-	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0))
-	var err error
+	ep, err := guardedEndpoint(src.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := guardedSocket(ctx, s.guard(zmq4.Sub), zmq4.NewSub,
+		zmq4.WithDialerMaxRetries(0), zmq4.WithLogger(log.New(reportWriter{s}, "", 0)))
+	if err != nil {
+		return nil, err
+	}
 	if src.Bind {
-		err = sub.Listen(src.Endpoint)
+		err = sub.Listen(ep)
 	} else {
-		err = sub.Dial(src.Endpoint)
+		err = sub.Dial(ep)
 	}
 	if err == nil {
 		topic := "kv@"
@@ -121,6 +148,14 @@ func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) 
 		return nil, fmt.Errorf("kvevents: %s: %w", src.Endpoint, err)
 	}
 	return sub, nil
+}
+
+// reportWriter hands zmq4's log lines (a failed handshake on a bound socket) to OnError.
+type reportWriter struct{ s *Subscriber }
+
+func (w reportWriter) Write(p []byte) (int, error) {
+	w.s.report(fmt.Errorf("kvevents: %s", bytes.TrimSpace(p)))
+	return len(p), nil
 }
 
 // read handles messages until the (dialed) connection fails or ctx is done.
@@ -194,6 +229,11 @@ func (s *Subscriber) owner(src Source, topic []byte) (id, model string, err erro
 	return "", "", fmt.Errorf("topic %q names no configured replica", topic)
 }
 
+// maxReplayBatches bounds the gap a replay is asked for: vLLM's replay buffer keeps
+// buffer_steps (10,000) batches, so a larger gap cannot be filled (and a forged sequence
+// number must not make the router collect one).
+const maxReplayBatches = 10_000
+
 // endSeq is the replay stream's end marker, -1 as 8 big-endian bytes (vLLM END_SEQ).
 const endSeq = ^uint64(0)
 
@@ -207,9 +247,21 @@ func (s *Subscriber) replay(ctx context.Context, endpoint string, g Gap) ([][]by
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	dealer := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(2))
+	lim := s.wire()
+	if g.To-g.From > maxReplayBatches {
+		return nil, fmt.Errorf("a gap of %d messages, more than a replay buffer holds (%d)", g.To-g.From, maxReplayBatches)
+	}
+	ep, err := guardedEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	dealer, err := guardedSocket(ctx, s.guard(zmq4.Dealer), zmq4.NewDealer,
+		zmq4.WithDialerMaxRetries(2), zmq4.WithLogger(log.New(reportWriter{s}, "", 0)))
+	if err != nil {
+		return nil, err
+	}
 	defer dealer.Close()
-	if err := dealer.Dial(endpoint); err != nil {
+	if err := dealer.Dial(ep); err != nil {
 		return nil, err
 	}
 	var start [8]byte
@@ -218,7 +270,7 @@ func (s *Subscriber) replay(ctx context.Context, endpoint string, g Gap) ([][]by
 		return nil, err
 	}
 	var out [][]byte
-	next := g.From
+	next, held := g.From, 0
 	for {
 		msg, err := recvCtx(ctx, dealer)
 		if err != nil {
@@ -238,6 +290,9 @@ func (s *Subscriber) replay(ctx context.Context, endpoint string, g Gap) ([][]by
 			continue
 		case seq > next:
 			return nil, fmt.Errorf("replay skipped from %d to %d", next, seq)
+		}
+		if held += len(msg.Frames[2]); held > lim.MaxReplayBytes {
+			return nil, fmt.Errorf("replay of more than %d bytes", lim.MaxReplayBytes)
 		}
 		out = append(out, msg.Frames[2])
 		next++

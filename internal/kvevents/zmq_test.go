@@ -30,14 +30,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// bindSub runs a subscriber listening on a free port that accepts topics of pod1 only; it
-// returns the index and the host:port.
-func bindSub(t *testing.T) (*Index, string) {
+// bindSub runs a subscriber listening on a free port that accepts topics of pod1 only,
+// with wire limits lim (zero: the defaults); it returns the index and the host:port.
+func bindSub(t *testing.T, lim WireLimits) (*Index, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := freeAddr(t)
 	x := NewIndex(DefaultIndexConfig(), DefaultLimits(), newRecorder())
-	sub := &Subscriber{Index: x, Resolve: func(pod string) (string, bool) { return "ep-" + pod, pod == "pod1" }}
+	sub := &Subscriber{Index: x, Wire: lim, Resolve: func(pod string) (string, bool) { return "ep-" + pod, pod == "pod1" }}
 	done := make(chan error, 1)
 	go func() { done <- sub.Run(ctx, Source{Endpoint: "tcp://" + addr, Bind: true}) }()
 	t.Cleanup(func() {
@@ -172,7 +172,7 @@ func TestSubscriberConnectOwnsTopic(t *testing.T) {
 // In bind mode only topics naming a configured replica count; the others are dropped whole
 // and counted.
 func TestSubscriberBindDropsUnknownTopic(t *testing.T) {
-	x, addr := bindSub(t)
+	x, addr := bindSub(t, WireLimits{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pub, err := NewPublisher(ctx, PublisherConfig{Endpoint: "tcp://" + addr, Topic: Topic("evil", "m")})
