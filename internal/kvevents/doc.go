@@ -17,4 +17,17 @@
 // A Subscriber reads one ZMQ stream (connecting to each replica's publisher, or binding one
 // endpoint the replicas dial), checks sequence numbers per topic, asks the replica's replay
 // ROUTER socket for a gap when one is configured and otherwise marks that replica stale.
+//
+// The event socket faces peers that cannot authenticate (vLLM's publisher has no security
+// mechanism), so nothing a peer sends may crash the router or take memory past WireLimits.
+// The ZMQ library stays go-zeromq/zmq4 (pure Go, so CI and the static image build without
+// libzmq or cgo; pebbe/zmq4 over libzmq would bring its own ZMQ_MAXMSGSIZE but needs the
+// system library and cgo in every build). zmq4 trusts its peers (it allocates what a frame
+// header claims, and panics on malformed handshakes), so every socket a Subscriber opens
+// dials and listens through a guarded transport (guard.go): each connection's bytes run
+// through a ZMTP 3.x parser (zmtp.go) that closes the connection before zmq4 reads a header
+// or command breaking a bound. A payload that does not decode changes nothing; a Source with
+// an ID owns its events whatever their topic says, and a topic counts only when Resolve
+// maps it to a configured replica. docs/kv-events.md ("Threat model") says which topology
+// to run.
 package kvevents

@@ -1,7 +1,6 @@
 package kvevents
 
 import (
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -32,14 +31,87 @@ type IndexConfig struct {
 // (an H200 holds about 0.6M 16-token blocks of an 8B model).
 func DefaultIndexConfig() IndexConfig { return IndexConfig{BlockSize: 16, MaxKeysPerEndpoint: 1 << 22} }
 
-// Stats counts what an Index has seen.
+// Stats counts what an Index, and the Subscribers feeding it, have seen.
 type Stats struct {
 	Batches, Events, Stored, Removed, Cleared uint64
-	// Dropped counts payloads that failed to decode or broke a limit (dropped whole);
+	// Dropped counts messages dropped whole: the sum of the Dropped* reasons.
+	Dropped uint64
+	// DroppedMalformed: not [topic, 8-byte sequence number, payload]. DroppedTopic: a topic
+	// that names no configured replica (a source without ID). DroppedUndecodable: a payload,
+	// received or replayed, that does not decode or breaks a Limit; it changes nothing, its
+	// sequence number included. DroppedOverflow: a BlockStored that would take a replica
+	// past MaxKeysPerEndpoint; the replica is cleared and marked stale.
+	DroppedMalformed, DroppedTopic, DroppedUndecodable, DroppedOverflow uint64
 	// Unknown counts events of unknown types; Skipped counts events the index cannot use
 	// (another block size, a parent it never saw, a medium other than GPU).
-	Dropped, Unknown, Skipped uint64
-	Gaps, Replayed, Restarts  uint64
+	Unknown, Skipped         uint64
+	Gaps, Replayed, Restarts uint64
+	// Closed* count connections the wire guard closed, by WireReason, before zmq4 read what
+	// broke the rule.
+	ClosedFrameTooLarge, ClosedTooManyFrames, ClosedMessageTooLarge, ClosedProtocol, ClosedConnLimit uint64
+}
+
+// Count is one labelled counter.
+type Count struct {
+	Reason string // the metric label value
+	N      uint64
+}
+
+// DroppedBy lists Dropped by reason: malformed, topic, undecodable, overflow.
+func (s Stats) DroppedBy() []Count {
+	return []Count{{"malformed", s.DroppedMalformed}, {"topic", s.DroppedTopic},
+		{"undecodable", s.DroppedUndecodable}, {"overflow", s.DroppedOverflow}}
+}
+
+// ClosedBy lists the connections the guard closed by reason (WireReason's String).
+func (s Stats) ClosedBy() []Count {
+	return []Count{{WireFrameTooLarge.String(), s.ClosedFrameTooLarge}, {WireTooManyFrames.String(), s.ClosedTooManyFrames},
+		{WireMessageTooLarge.String(), s.ClosedMessageTooLarge}, {WireProtocol.String(), s.ClosedProtocol},
+		{WireConnLimit.String(), s.ClosedConnLimit}}
+}
+
+type dropReason uint8
+
+const (
+	dropMalformed dropReason = iota
+	dropTopic
+	dropUndecodable
+	dropOverflow
+)
+
+// drop counts one message dropped whole; x.mu is held.
+func (x *Index) drop(r dropReason) {
+	x.stats.Dropped++
+	switch r {
+	case dropMalformed:
+		x.stats.DroppedMalformed++
+	case dropTopic:
+		x.stats.DroppedTopic++
+	case dropUndecodable:
+		x.stats.DroppedUndecodable++
+	case dropOverflow:
+		x.stats.DroppedOverflow++
+	}
+}
+
+func (x *Index) countDrop(r dropReason) { x.mu.Lock(); x.drop(r); x.mu.Unlock() }
+
+// countWire counts a connection the guard closed.
+func (x *Index) countWire(r WireReason) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	switch r {
+	case WireFrameTooLarge:
+		x.stats.ClosedFrameTooLarge++
+	case WireTooManyFrames:
+		x.stats.ClosedTooManyFrames++
+	case WireMessageTooLarge:
+		x.stats.ClosedMessageTooLarge++
+	case WireProtocol:
+		x.stats.ClosedProtocol++
+	case WireConnLimit:
+		x.stats.ClosedConnLimit++
+	}
 }
 
 // Index turns each replica's engine-keyed events into router-keyed Observer calls. It is
@@ -86,11 +158,17 @@ type Gap struct{ From, To uint64 }
 type Filler func(Gap) ([][]byte, error)
 
 // Handle applies one published message of replica id (model: the served model name, the
-// default salt of its keys). Before a message that follows a gap it fills the gap through
-// fill, or, when fill is nil or fails, marks the replica stale. A sequence number that goes
-// backwards means the replica restarted: its index starts clean. Handle is meant to be
-// called from one goroutine per replica.
+// default salt of its keys). A payload that does not decode is dropped and changes nothing,
+// its sequence number included. Before a message that follows a gap Handle fills the gap
+// through fill, or, when fill is nil or fails, marks the replica stale. A sequence number at
+// or below the last one means the replica restarted: its index starts clean. Handle is meant
+// to be called from one goroutine per replica.
 func (x *Index) Handle(id, model string, seq uint64, payload []byte, fill Filler) error {
+	b, err := Decode(payload, x.lim)
+	if err != nil {
+		x.countDrop(dropUndecodable)
+		return err
+	}
 	x.mu.Lock()
 	e := x.ep(id)
 	var gap *Gap
@@ -123,24 +201,16 @@ func (x *Index) Handle(id, model string, seq uint64, payload []byte, fill Filler
 				x.stats.Replayed++
 				x.apply(id, model, e, &b)
 			} else {
-				x.stats.Dropped++
+				x.drop(dropUndecodable)
 			}
 		}
 		x.mu.Unlock()
 	}
-	b, err := Decode(payload, x.lim)
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if err != nil {
-		x.stats.Dropped++
-		return errors.Join(ferr, err)
-	}
 	x.apply(id, model, e, &b)
 	return ferr
 }
-
-func (x *Index) countDropped() { x.mu.Lock(); x.stats.Dropped++; x.mu.Unlock() }
-func (x *Index) countSkipped() { x.mu.Lock(); x.stats.Skipped++; x.mu.Unlock() }
 
 // MarkStale records that replica id's index missed events it could not recover: it is kept
 // (scores stay useful) but reported stale until the replica restarts or clears its cache.
@@ -265,7 +335,7 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 	if len(e.keys)+len(ev.Hashes) > x.cfg.MaxKeysPerEndpoint && x.cfg.MaxKeysPerEndpoint > 0 {
 		x.clear(id, e)
 		e.stale = true
-		x.stats.Dropped++
+		x.drop(dropOverflow)
 		return
 	}
 	for i, h := range ev.Hashes {

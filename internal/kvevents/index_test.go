@@ -154,6 +154,41 @@ func TestIndexSequence(t *testing.T) {
 	})
 }
 
+// A message whose payload does not decode changes nothing: not the sequence number (an old
+// one would otherwise clear the replica's blocks, a later one open a gap), not the index.
+func TestIndexUndecodableChangesNothing(t *testing.T) {
+	toks := seqTokens(0, 32)
+	garbage := []byte{0xc1, 0xde, 0xad}
+	for _, tc := range []struct {
+		name string
+		seq  uint64
+	}{
+		{"older sequence number", 1},
+		{"same sequence number", 5},
+		{"later sequence number, a gap", 9},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := newRecorder()
+			x := NewIndex(DefaultIndexConfig(), DefaultLimits(), rec)
+			if err := x.Handle("p", "m", 5, payload(stored([]uint64{1, 2}, nil, toks)), nil); err != nil {
+				t.Fatal(err)
+			}
+			if err := x.Handle("p", "m", tc.seq, garbage, nil); err == nil {
+				t.Fatal("garbage decoded")
+			}
+			if err := x.Handle("p", "m", 6, payload(Event{Kind: BlockRemoved, Hashes: []uint64{2}}), nil); err != nil {
+				t.Fatalf("the next message after the garbage: %v", err)
+			}
+			st := x.Stats()
+			got := fmt.Sprintf("keys %d observed %d stale %v dropped %d restarts %d gaps %d",
+				x.Keys("p"), len(rec.keys("p")), len(x.Stale()) > 0, st.Dropped, st.Restarts, st.Gaps)
+			if want := "keys 1 observed 1 stale false dropped 1 restarts 0 gaps 0"; got != want {
+				t.Errorf("got %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 func TestIndexSkipsAndBounds(t *testing.T) {
 	toks := seqTokens(0, 64)
 	orphanParent := uint64(99)

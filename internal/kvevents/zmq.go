@@ -1,12 +1,12 @@
 package kvevents
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
+	"log"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-zeromq/zmq4"
@@ -41,17 +41,26 @@ type Source struct {
 	// Replay is the replica's replay ROUTER endpoint (vLLM's replay_endpoint), used to fill
 	// sequence gaps; "" marks the replica stale on a gap instead. Dial mode only.
 	Replay string
-	// Endpoint ID for the events of this source; "" takes it from the topic's pod, mapped
-	// through Subscriber.Resolve.
+	// ID, when set, owns every event of this source whatever its topic says (in connect
+	// mode: the replica whose publisher is dialed). "" takes the replica from each topic's
+	// pod, mapped through Subscriber.Resolve: anyone who can send on the socket can then
+	// speak for any replica Resolve accepts.
 	ID string
+	// Model is the served model name, the salt of the first block's key, for messages whose
+	// topic is not kv@<pod>@<model> (vLLM's default topic is empty); a topic's model wins.
+	Model string
 }
 
 // Subscriber feeds an Index from Sources.
 type Subscriber struct {
 	Index *Index
-	// Resolve maps a topic's pod to the router's endpoint ID; nil uses the pod as is. Events
-	// of a pod it rejects are counted as skipped.
+	// Resolve maps a topic's pod to a configured replica's endpoint ID, for sources without
+	// an ID; messages of a pod it rejects, or of any pod when it is nil, are dropped and
+	// counted (Stats.DroppedTopic).
 	Resolve func(pod string) (string, bool)
+	// Wire bounds what peers can make the subscriber hold; the zero value means
+	// DefaultWireLimits.
+	Wire WireLimits
 	// RetryInterval is the pause before redialing a lost publisher (default 250 ms).
 	RetryInterval time.Duration
 	// ReplayTimeout bounds one replay request (default 2 s).
@@ -65,6 +74,9 @@ type Subscriber struct {
 // retried with a new socket every RetryInterval: zmq4's own automatic reconnect races with
 // Close, and would dial a bound endpoint's own address.
 func (s *Subscriber) Run(ctx context.Context, src Source) error {
+	if err := s.wire().Validate(); err != nil {
+		return err
+	}
 	for {
 		sub, err := s.open(ctx, src)
 		switch {
@@ -95,22 +107,55 @@ func (s *Subscriber) retry() time.Duration {
 	return 250 * time.Millisecond
 }
 
+func (s *Subscriber) wire() WireLimits {
+	if s.Wire == (WireLimits{}) {
+		return DefaultWireLimits()
+	}
+	return s.Wire
+}
+
+// guard returns a guard for one socket of type own, counting into the index.
+func (s *Subscriber) guard(own zmq4.SocketType) *guard {
+	return &guard{lim: s.wire(), own: own, count: s.Index.countWire}
+}
+
+// open makes a guarded SUB socket for src. A source with an ID subscribes to every topic
+// (vLLM's default topic is empty); one without takes only kv@ topics.
 func (s *Subscriber) open(ctx context.Context, src Source) (zmq4.Socket, error) {
-	sub := zmq4.NewSub(ctx, zmq4.WithDialerMaxRetries(0))
-	var err error
+	ep, err := guardedEndpoint(src.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	sub, err := guardedSocket(ctx, s.guard(zmq4.Sub), zmq4.NewSub,
+		zmq4.WithDialerMaxRetries(0), zmq4.WithLogger(log.New(reportWriter{s}, "", 0)))
+	if err != nil {
+		return nil, err
+	}
 	if src.Bind {
-		err = sub.Listen(src.Endpoint)
+		err = sub.Listen(ep)
 	} else {
-		err = sub.Dial(src.Endpoint)
+		err = sub.Dial(ep)
 	}
 	if err == nil {
-		err = sub.SetOption(zmq4.OptionSubscribe, "kv@")
+		topic := "kv@"
+		if src.ID != "" {
+			topic = ""
+		}
+		err = sub.SetOption(zmq4.OptionSubscribe, topic)
 	}
 	if err != nil {
 		sub.Close()
 		return nil, fmt.Errorf("kvevents: %s: %w", src.Endpoint, err)
 	}
 	return sub, nil
+}
+
+// reportWriter hands zmq4's log lines (a failed handshake on a bound socket) to OnError.
+type reportWriter struct{ s *Subscriber }
+
+func (w reportWriter) Write(p []byte) (int, error) {
+	w.s.report(fmt.Errorf("kvevents: %s", bytes.TrimSpace(p)))
+	return len(p), nil
 }
 
 // read handles messages until the (dialed) connection fails or ctx is done.
@@ -125,7 +170,7 @@ func (s *Subscriber) read(ctx context.Context, src Source, sub zmq4.Socket) erro
 		case err != nil: // one dialing replica went away; the listener keeps the others
 			s.report(fmt.Errorf("kvevents: %s: receive: %w", src.Endpoint, err))
 		default:
-			s.handle(ctx, src, msg.Frames)
+			s.handle(ctx, src, msg)
 		}
 	}
 }
@@ -136,28 +181,23 @@ func (s *Subscriber) report(err error) {
 	}
 }
 
-// handle applies one [topic, seq, payload] message.
-func (s *Subscriber) handle(ctx context.Context, src Source, frames [][]byte) {
+// handle applies one [topic, seq, payload] message; zmq4 hands ZMTP commands (a PING) to
+// Recv too, and they are ignored.
+func (s *Subscriber) handle(ctx context.Context, src Source, msg zmq4.Msg) {
+	if msg.Type == zmq4.CmdMsg {
+		return
+	}
+	frames := msg.Frames
 	if len(frames) != 3 || len(frames[1]) != 8 {
-		s.Index.countDropped()
+		s.Index.countDrop(dropMalformed)
 		s.report(fmt.Errorf("kvevents: %s: message of %d frames, want topic, 8-byte seq, payload", src.Endpoint, len(frames)))
 		return
 	}
-	pod, model, ok := ParseTopic(string(frames[0]))
-	if !ok {
-		s.Index.countDropped()
-		s.report(fmt.Errorf("kvevents: %s: topic %q is not kv@<pod>@<model>", src.Endpoint, frames[0]))
+	id, model, err := s.owner(src, frames[0])
+	if err != nil {
+		s.Index.countDrop(dropTopic)
+		s.report(fmt.Errorf("kvevents: %s: %w", src.Endpoint, err))
 		return
-	}
-	id := src.ID
-	if id == "" {
-		if id, ok = pod, true; s.Resolve != nil {
-			id, ok = s.Resolve(pod)
-		}
-		if !ok {
-			s.Index.countSkipped()
-			return
-		}
 	}
 	var fill Filler
 	if src.Replay != "" && !src.Bind {
@@ -167,6 +207,32 @@ func (s *Subscriber) handle(ctx context.Context, src Source, frames [][]byte) {
 		s.report(fmt.Errorf("kvevents: %s (%s): %w", src.Endpoint, id, err))
 	}
 }
+
+// owner returns the replica a message of src with this topic belongs to, and its model:
+// src.ID when set, else the topic's pod as Resolve maps it.
+func (s *Subscriber) owner(src Source, topic []byte) (id, model string, err error) {
+	pod, model, ok := ParseTopic(string(topic))
+	if src.ID != "" {
+		if !ok {
+			model = src.Model
+		}
+		return src.ID, model, nil
+	}
+	if !ok {
+		return "", "", fmt.Errorf("topic %q is not kv@<pod>@<model>", topic)
+	}
+	if s.Resolve != nil {
+		if id, ok = s.Resolve(pod); ok {
+			return id, model, nil
+		}
+	}
+	return "", "", fmt.Errorf("topic %q names no configured replica", topic)
+}
+
+// maxReplayBatches bounds the gap a replay is asked for: vLLM's replay buffer keeps
+// buffer_steps (10,000) batches, so a larger gap cannot be filled (and a forged sequence
+// number must not make the router collect one).
+const maxReplayBatches = 10_000
 
 // endSeq is the replay stream's end marker, -1 as 8 big-endian bytes (vLLM END_SEQ).
 const endSeq = ^uint64(0)
@@ -181,9 +247,21 @@ func (s *Subscriber) replay(ctx context.Context, endpoint string, g Gap) ([][]by
 	}
 	ctx, cancel := context.WithTimeout(ctx, d)
 	defer cancel()
-	dealer := zmq4.NewDealer(ctx, zmq4.WithDialerMaxRetries(2))
+	lim := s.wire()
+	if g.To-g.From > maxReplayBatches {
+		return nil, fmt.Errorf("a gap of %d messages, more than a replay buffer holds (%d)", g.To-g.From, maxReplayBatches)
+	}
+	ep, err := guardedEndpoint(endpoint)
+	if err != nil {
+		return nil, err
+	}
+	dealer, err := guardedSocket(ctx, s.guard(zmq4.Dealer), zmq4.NewDealer,
+		zmq4.WithDialerMaxRetries(2), zmq4.WithLogger(log.New(reportWriter{s}, "", 0)))
+	if err != nil {
+		return nil, err
+	}
 	defer dealer.Close()
-	if err := dealer.Dial(endpoint); err != nil {
+	if err := dealer.Dial(ep); err != nil {
 		return nil, err
 	}
 	var start [8]byte
@@ -192,7 +270,7 @@ func (s *Subscriber) replay(ctx context.Context, endpoint string, g Gap) ([][]by
 		return nil, err
 	}
 	var out [][]byte
-	next := g.From
+	next, held := g.From, 0
 	for {
 		msg, err := recvCtx(ctx, dealer)
 		if err != nil {
@@ -212,6 +290,9 @@ func (s *Subscriber) replay(ctx context.Context, endpoint string, g Gap) ([][]by
 			continue
 		case seq > next:
 			return nil, fmt.Errorf("replay skipped from %d to %d", next, seq)
+		}
+		if held += len(msg.Frames[2]); held > lim.MaxReplayBytes {
+			return nil, fmt.Errorf("replay of more than %d bytes", lim.MaxReplayBytes)
 		}
 		out = append(out, msg.Frames[2])
 		next++
@@ -233,144 +314,4 @@ func recvCtx(ctx context.Context, s zmq4.Socket) (zmq4.Msg, error) {
 	case <-ctx.Done():
 		return zmq4.Msg{}, ctx.Err()
 	}
-}
-
-// Publisher publishes batches as vLLM's ZmqEventPublisher does: PUB frames [topic, seq,
-// payload] with seq counting from 0, and an optional replay ROUTER serving the last
-// Buffer batches.
-type Publisher struct {
-	pub    zmq4.Socket
-	replay zmq4.Socket
-	topic  []byte
-
-	mu     sync.Mutex
-	seq    uint64
-	buf    []buffered // ring of the last cap(buf) batches
-	closed bool
-}
-
-type buffered struct {
-	seq     uint64
-	payload []byte
-}
-
-// PublisherConfig configures a Publisher.
-type PublisherConfig struct {
-	// Endpoint: bound when it holds '*' or is ipc:// (vLLM's rule) or Bind is set, dialed
-	// otherwise.
-	Endpoint, Topic string
-	Bind            bool
-	// Replay, when set, is bound as the replay ROUTER endpoint.
-	Replay string
-	// Buffer is how many batches the replay buffer keeps (vLLM's buffer_steps, 10,000).
-	Buffer int
-}
-
-// NewPublisher opens the sockets. Close releases them.
-func NewPublisher(ctx context.Context, cfg PublisherConfig) (*Publisher, error) {
-	p := &Publisher{topic: []byte(cfg.Topic), pub: zmq4.NewPub(ctx, zmq4.WithDialerMaxRetries(-1))}
-	var err error
-	if cfg.Bind || strings.Contains(cfg.Endpoint, "*") || strings.HasPrefix(cfg.Endpoint, "ipc://") {
-		err = p.pub.Listen(strings.Replace(cfg.Endpoint, "*", "0.0.0.0", 1))
-	} else {
-		err = p.pub.Dial(cfg.Endpoint)
-	}
-	if err != nil {
-		p.pub.Close()
-		return nil, fmt.Errorf("kvevents: publisher %s: %w", cfg.Endpoint, err)
-	}
-	if cfg.Replay != "" {
-		p.buf = make([]buffered, 0, max(cfg.Buffer, 1))
-		p.replay = zmq4.NewRouter(ctx)
-		if err := p.replay.Listen(cfg.Replay); err != nil {
-			p.pub.Close()
-			return nil, fmt.Errorf("kvevents: replay %s: %w", cfg.Replay, err)
-		}
-		go p.serveReplay()
-	}
-	return p, nil
-}
-
-// Publish sends one payload with the next sequence number.
-func (p *Publisher) Publish(payload []byte) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return errors.New("kvevents: publisher closed")
-	}
-	var seq [8]byte
-	binary.BigEndian.PutUint64(seq[:], p.seq)
-	p.remember(payload)
-	return p.pub.Send(zmq4.NewMsgFrom(p.topic, seq[:], payload))
-}
-
-// Skip advances the sequence number without sending, as a lost message would (for tests of
-// gap handling); the batch still enters the replay buffer.
-func (p *Publisher) Skip(payload []byte) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.remember(payload)
-}
-
-// remember puts the batch numbered p.seq in the replay ring and advances p.seq.
-func (p *Publisher) remember(payload []byte) {
-	if p.buf != nil {
-		b := buffered{p.seq, payload}
-		if len(p.buf) < cap(p.buf) {
-			p.buf = append(p.buf, b)
-		} else {
-			p.buf[p.seq%uint64(cap(p.buf))] = b
-		}
-	}
-	p.seq++
-}
-
-// since returns the buffered batches numbered start or later, oldest first.
-func (p *Publisher) since(start uint64) []buffered {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var out []buffered
-	n := uint64(len(p.buf))
-	for i := range n {
-		b := p.buf[i]
-		if n == uint64(cap(p.buf)) { // full: the oldest is where the next one goes
-			b = p.buf[(p.seq+i)%n]
-		}
-		if b.seq >= start {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func (p *Publisher) serveReplay() {
-	for {
-		msg, err := p.replay.Recv()
-		if err != nil {
-			return // closed
-		}
-		if len(msg.Frames) != 3 || len(msg.Frames[2]) != 8 {
-			continue // vLLM logs and ignores a malformed request too
-		}
-		id, start := msg.Frames[0], binary.BigEndian.Uint64(msg.Frames[2])
-		out := p.since(start)
-		var seq [8]byte
-		for _, b := range out {
-			binary.BigEndian.PutUint64(seq[:], b.seq)
-			_ = p.replay.Send(zmq4.NewMsgFrom(id, []byte{}, seq[:], b.payload))
-		}
-		binary.BigEndian.PutUint64(seq[:], endSeq)
-		_ = p.replay.Send(zmq4.NewMsgFrom(id, []byte{}, seq[:], []byte{}))
-	}
-}
-
-// Close closes the sockets.
-func (p *Publisher) Close() error {
-	p.mu.Lock()
-	p.closed = true
-	p.mu.Unlock()
-	if p.replay != nil {
-		p.replay.Close()
-	}
-	return p.pub.Close()
 }

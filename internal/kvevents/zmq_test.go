@@ -30,6 +30,32 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// bindSub runs a subscriber listening on a free port that accepts topics of pod1 only,
+// with wire limits lim (zero: the defaults); it returns the index and the host:port.
+func bindSub(t *testing.T, lim WireLimits) (*Index, string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := freeAddr(t)
+	x := NewIndex(DefaultIndexConfig(), DefaultLimits(), newRecorder())
+	sub := &Subscriber{Index: x, Wire: lim, Resolve: func(pod string) (string, bool) { return "ep-" + pod, pod == "pod1" }}
+	done := make(chan error, 1)
+	go func() { done <- sub.Run(ctx, Source{Endpoint: "tcp://" + addr, Bind: true}) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	waitFor(t, "the listener", func() bool {
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	})
+	return x, addr
+}
+
 func TestParseTopic(t *testing.T) {
 	for _, tc := range []struct{ topic, pod, model string }{
 		{"kv@10.0.0.1@meta-llama/Llama-3.1-8B", "10.0.0.1", "meta-llama/Llama-3.1-8B"},
@@ -108,5 +134,57 @@ func TestSubscriberOverZMQ(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// In connect mode an event belongs to the replica whose publisher was dialed, whatever its
+// topic says (vLLM's default topic is empty).
+func TestSubscriberConnectOwnsTopic(t *testing.T) {
+	for _, topic := range []string{"", Topic("r1", "m"), "not-a-kv-topic"} {
+		t.Run(fmt.Sprintf("topic=%q", topic), func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			addr := freeAddr(t)
+			pub, err := NewPublisher(ctx, PublisherConfig{Endpoint: "tcp://" + addr, Bind: true, Topic: topic})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pub.Close()
+			x := NewIndex(DefaultIndexConfig(), DefaultLimits(), newRecorder())
+			sub := &Subscriber{Index: x, Resolve: func(pod string) (string, bool) { return pod, true }}
+			done := make(chan error, 1)
+			go func() { done <- sub.Run(ctx, Source{Endpoint: "tcp://" + addr, ID: "r0"}) }()
+			waitFor(t, "the event under r0", func() bool {
+				_ = pub.Publish(payload(stored([]uint64{1}, nil, seqTokens(0, 16))))
+				return x.Keys("r0") == 1
+			})
+			if got := x.Keys("r1"); got != 0 {
+				t.Errorf("r1 holds %d keys from r0's publisher", got)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// In bind mode only topics naming a configured replica count; the others are dropped whole
+// and counted.
+func TestSubscriberBindDropsUnknownTopic(t *testing.T) {
+	x, addr := bindSub(t, WireLimits{})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pub, err := NewPublisher(ctx, PublisherConfig{Endpoint: "tcp://" + addr, Topic: Topic("evil", "m")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pub.Close()
+	waitFor(t, "the unknown topic's message counted as dropped", func() bool {
+		_ = pub.Publish(payload(stored([]uint64{1}, nil, seqTokens(0, 16))))
+		return x.Stats().Dropped > 0
+	})
+	if st := x.Stats(); st.Skipped != 0 || st.Events != 0 || x.Keys("ep-evil") != 0 {
+		t.Errorf("an unknown topic's event reached the index: %+v, %d keys", st, x.Keys("ep-evil"))
 	}
 }
