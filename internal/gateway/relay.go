@@ -52,8 +52,15 @@ type relay struct {
 	closed  bool
 }
 
+// newRelay relays resp's body. An event stream loses the backend's Content-Length: the relay
+// passes it on in whole events and may drop an incomplete one or add an error event, so its
+// length is the relay's, and the client gets it chunked.
 func newRelay(c *call, res *reservation, resp *http.Response) *relay {
 	r := &relay{c: c, res: res, rc: resp.Body, stream: isEventStream(resp.Header)}
+	if r.stream {
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
 	if !r.stream && resp.StatusCode == http.StatusOK {
 		r.kept = make([]byte, 0, 4<<10)
 	}
