@@ -119,7 +119,7 @@ func DefaultConfig() Config {
 		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second, Request: 30 * time.Minute},
 		Limits:   LimitsConfig{MaxBodyBytes: openai.DefaultMaxBodyBytes, MaxRetries: router.DefaultMaxRetries},
 		KVEvents: KVEventsConfig{BlockSize: 16},
-		Tokenize: TokenizeConfig{CacheEntries: 4096, Timeout: 2 * time.Second},
+		Tokenize: DefaultTokenizeConfig(),
 	}
 }
 
