@@ -104,9 +104,17 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 // Close closes the listeners and every connection at once.
 func (s *Server) Close() error { return s.srv.Close() }
 
-// limits applies the body-read and write timeouts to each request.
+// limits applies the body-read and write timeouts to each request, and closes the
+// connection after a request framed by Transfer-Encoding. net/http frames a request that
+// carries both Transfer-Encoding and Content-Length by the former and removes the latter
+// (RFC 9112 §6.3), so the handler cannot tell the two apart; the RFC requires closing the
+// connection after answering such a request, since a proxy in front may have framed it by
+// Content-Length and sent what follows as another request.
 func (s *Server) limits(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
 		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody {
 			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.ReadBodyTimeout))

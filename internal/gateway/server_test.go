@@ -71,3 +71,58 @@ func dialFrom(ip string) func(ctx context.Context, network, addr string) (net.Co
 	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
 	return d.DialContext
 }
+
+// TestTransferEncodingClosesConnection sends requests framed by Transfer-Encoding, one with a
+// Content-Length too, each with a second request behind it that a proxy framing by
+// Content-Length would not have seen as one. The handler gets the body as chunked framing
+// gives it (net/http drops the Content-Length), and the connection closes after the answer:
+// the second request never reaches the handler.
+func TestTransferEncodingClosesConnection(t *testing.T) {
+	for _, tc := range []struct{ name, head string }{
+		{"content-length and chunked", "Content-Length: 41\r\nTransfer-Encoding: chunked\r\n"},
+		{"chunked", "Transfer-Encoding: chunked\r\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			type seen struct {
+				path, body string
+				te         []string
+				length     int64
+				header     bool // a Content-Length header reached the handler
+			}
+			got := make(chan seen, 2)
+			url := serveGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				b, _ := io.ReadAll(r.Body)
+				_, header := r.Header["Content-Length"]
+				got <- seen{r.URL.Path, string(b), r.TransferEncoding, r.ContentLength, header}
+				_, _ = io.WriteString(w, "ok")
+			}), DefaultServerConfig())
+			c, err := net.Dial("tcp", strings.TrimPrefix(url, "http://"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+			req := "POST /first HTTP/1.1\r\nHost: router\r\n" + tc.head + "\r\n2\r\n{}\r\n0\r\n\r\n" +
+				"GET /smuggled HTTP/1.1\r\nHost: router\r\n\r\n"
+			if _, err := io.WriteString(c, req); err != nil {
+				t.Fatal(err)
+			}
+			br := bufio.NewReader(c)
+			if status, _ := readResponse(t, br); status != http.StatusOK {
+				t.Errorf("status %d, want 200", status)
+			}
+			if rest, err := io.ReadAll(br); len(rest) > 0 || err != nil {
+				t.Errorf("after the answer the connection gave %q (%v), want it closed", rest, err)
+			}
+			want := seen{"/first", "{}", []string{"chunked"}, -1, false}
+			if s := <-got; s.path != want.path || s.body != want.body || len(s.te) != 1 || s.length != want.length || s.header {
+				t.Errorf("handler saw %+v, want %+v", s, want)
+			}
+			select {
+			case s := <-got:
+				t.Errorf("the handler also got %s", s.path)
+			default:
+			}
+		})
+	}
+}
