@@ -156,8 +156,15 @@ func (g *Gateway) fillTokens(ctx context.Context, st *state, req *router.Request
 	if t.knownTooLong(key, now) {
 		return tokTooLong
 	}
-	result := tokUnavailable
-	for _, b := range t.pick(g.readyBackends(st), now, cfg.Timeout) {
+	result, asked := tokUnavailable, 0
+	for _, b := range g.readyBackends(st) {
+		if asked == 2 {
+			break
+		}
+		if !t.claim(b, time.Now(), cfg.Timeout) {
+			continue
+		}
+		asked++
 		ids, err := t.ask(ctx, b, raw, cfg)
 		if err == nil {
 			if t.cache != nil {
@@ -207,29 +214,22 @@ func (g *Gateway) readyBackends(st *state) []*backend {
 	return out
 }
 
-// pick returns up to two of bs whose tokenizer is not cooling down. A backend whose cooldown
-// has passed is probed by this request alone: others skip it for probe, the call's longest.
-func (t *tokenizer) pick(bs []*backend, now time.Time, probe time.Duration) []*backend {
+// claim reports whether b's tokenizer may be asked now: it never failed, or its cooldown has
+// passed. A backend whose cooldown has passed is probed by this request alone: others skip
+// it for probe, the call's longest.
+func (t *tokenizer) claim(b *backend, now time.Time, probe time.Duration) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var out []*backend
-	for _, b := range bs {
-		h := t.health[b.name]
-		if h == nil {
-			h = &tokenizerHealth{}
-			t.health[b.name] = h
-		}
-		switch {
-		case now.Before(h.skipUntil):
-			continue
-		case !h.skipUntil.IsZero(): // it failed, and its cooldown has passed
-			h.skipUntil = now.Add(probe)
-		}
-		if out = append(out, b); len(out) == 2 {
-			break
-		}
+	h := t.health[b.name]
+	switch {
+	case h == nil:
+		t.health[b.name] = &tokenizerHealth{}
+	case now.Before(h.skipUntil):
+		return false
+	case !h.skipUntil.IsZero():
+		h.skipUntil = now.Add(probe)
 	}
-	return out
+	return true
 }
 
 // succeeded records a good answer of b's tokenizer, with the max_model_len it gave (0: none).

@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // tokenAnswer is a /tokenize answer of n ids of 7 digits (8 bytes each with the comma), with
@@ -315,4 +317,39 @@ func FuzzDecodeAnswer(f *testing.F) {
 			t.Errorf("a body within the cap failed as too long: %v", err)
 		}
 	})
+}
+
+// TestTokenizerCooldown steps one backend's tokenizer through a failure, its cooldown, the
+// one probe after it, and a success, on explicit times.
+func TestTokenizerCooldown(t *testing.T) {
+	m, err := newMetrics(prometheus.NewRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := newTokenizer(DefaultTokenizeConfig(), nil, m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := &backend{name: "a"}
+	t0 := time.Unix(1000, 0)
+	const cooldown, probe = 10 * time.Second, 2 * time.Second
+	for _, step := range []struct {
+		name string
+		do   func()
+		at   time.Duration // when claim is asked, from t0
+		want bool
+	}{
+		{"never asked", func() {}, 0, true},
+		{"failed: cooling down", func() { tok.failed(b, "timeout", t0.Add(cooldown)) }, 5 * time.Second, false},
+		{"cooldown passed: this request probes", func() {}, 11 * time.Second, true},
+		{"another request while the probe runs", func() {}, 12 * time.Second, false},
+		{"the probe's slot passed", func() {}, 11*time.Second + probe, true},
+		{"answered", func() { tok.succeeded(b, 0) }, 14 * time.Second, true},
+		{"answered, asked again at once", func() {}, 14 * time.Second, true},
+	} {
+		step.do()
+		if got := tok.claim(b, t0.Add(step.at), probe); got != step.want {
+			t.Errorf("%s: claim = %v, want %v", step.name, got, step.want)
+		}
+	}
 }
