@@ -38,7 +38,8 @@ type fileConfig struct {
 	// with no API key, for operators and Prometheus; /metrics then leaves the main address.
 	AdminListen string `yaml:"admin_listen"`
 	// Server bounds what clients may send, hold and take: read_header_timeout,
-	// read_body_timeout, write_timeout, idle_timeout, max_header_bytes, max_connections.
+	// read_body_timeout, write_timeout, idle_timeout, max_header_bytes, max_connections,
+	// max_connections_per_client.
 	// Like the listen addresses, it takes a restart.
 	Server gateway.ServerConfig `yaml:"server"`
 	// APIKeysFile names a file of API keys, one a line (blank lines and lines starting with

@@ -211,11 +211,13 @@ func reload(o *options, cfg *fileConfig, g *gateway.Gateway, log *slog.Logger) e
 		log.Error("reload failed; keeping the running configuration", "err", err)
 		return err
 	}
-	if next.Listen != cfg.Listen || next.AdminListen != cfg.AdminListen || next.Server != cfg.Server {
+	configured := next.Server // as serve lowers it to the file descriptor limit, quietly
+	configured.MaxConnections = capConnections(configured.MaxConnections, slog.New(slog.DiscardHandler))
+	if next.Listen != cfg.Listen || next.AdminListen != cfg.AdminListen || configured != cfg.Server {
 		log.Warn("listen, admin_listen and server changes need a restart", "running", fmt.Sprintf("%s %s %+v", cfg.Listen, cfg.AdminListen, cfg.Server),
 			"configured", fmt.Sprintf("%s %s %+v", next.Listen, next.AdminListen, next.Server))
-		next.Listen, next.AdminListen, next.Server = cfg.Listen, cfg.AdminListen, cfg.Server
 	}
+	next.Listen, next.AdminListen, next.Server = cfg.Listen, cfg.AdminListen, cfg.Server // the ones in force
 	*cfg = next
 	warnDeprecated(log, next)
 	log.Info("configuration reloaded", "policy", next.Gateway.Policy, "backends", len(next.Gateway.Backends))

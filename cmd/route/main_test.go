@@ -38,7 +38,7 @@ admin_listen: 127.0.0.1:9090
 drain_delay: 2s
 drain_timeout: 5s
 log_level: debug
-server: {read_header_timeout: 5s, read_body_timeout: 6s, write_timeout: 7s, idle_timeout: 1m, max_header_bytes: 4096, max_connections: 50}
+server: {read_header_timeout: 5s, read_body_timeout: 6s, write_timeout: 7s, idle_timeout: 1m, max_header_bytes: 4096, max_connections: 50, max_connections_per_client: 20}
 policy: {name: prefix-cache, imbalance_abs: 8}
 seed: 7
 backends: [a=http://a:8000, http://b:8000]
@@ -48,7 +48,7 @@ health: {metrics_interval: 100ms, scrape_timeout: 2s, failure_threshold: 5, max_
 timeouts: {header: 10s, first_byte: 20s, idle: 30s}
 limits: {max_body_bytes: 1048576, max_retries: 1}
 kv_events: {connect: [a=tcp://a:5557, tcp://b:5557], replay: [a=tcp://a:5558], block_size: 64}
-tokenize: {remote: true, cache_entries: 10, timeout: 1s}
+tokenize: {remote: true, cache_entries: 10, cache_bytes: 1048576, max_tokens: 4096, timeout: 1s, cooldown: 3s}
 `
 
 func TestLoadConfig(t *testing.T) {
@@ -62,7 +62,7 @@ func TestLoadConfig(t *testing.T) {
 		Timeouts: gateway.TimeoutsConfig{Header: 10 * time.Second, FirstByte: 20 * time.Second, Idle: 30 * time.Second, Request: 30 * time.Minute},
 		Limits:   gateway.LimitsConfig{MaxBodyBytes: 1 << 20, MaxRetries: 1},
 		KVEvents: gateway.KVEventsConfig{Connect: []string{"a=tcp://a:5557", "tcp://b:5557"}, Replay: []string{"a=tcp://a:5558"}, BlockSize: 64},
-		Tokenize: gateway.TokenizeConfig{Remote: true, CacheEntries: 10, Timeout: time.Second},
+		Tokenize: gateway.TokenizeConfig{Remote: true, CacheEntries: 10, CacheBytes: 1 << 20, MaxTokens: 4096, Timeout: time.Second, Cooldown: 3 * time.Second},
 	}
 	cases := []struct {
 		name    string
@@ -81,7 +81,7 @@ func TestLoadConfig(t *testing.T) {
 				t.Errorf("process settings %+v", c)
 			}
 			want := gateway.ServerConfig{ReadHeaderTimeout: 5 * time.Second, ReadBodyTimeout: 6 * time.Second, WriteTimeout: 7 * time.Second,
-				IdleTimeout: time.Minute, MaxHeaderBytes: 4096, MaxConnections: 50}
+				IdleTimeout: time.Minute, MaxHeaderBytes: 4096, MaxConnections: 50, MaxConnectionsPerClient: 20}
 			if c.Server != want {
 				t.Errorf("server %+v, want %+v", c.Server, want)
 			}

@@ -119,7 +119,7 @@ func DefaultConfig() Config {
 		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second, Request: 30 * time.Minute},
 		Limits:   LimitsConfig{MaxBodyBytes: openai.DefaultMaxBodyBytes, MaxRetries: router.DefaultMaxRetries},
 		KVEvents: KVEventsConfig{BlockSize: 16},
-		Tokenize: TokenizeConfig{CacheEntries: 4096, Timeout: 2 * time.Second},
+		Tokenize: DefaultTokenizeConfig(),
 	}
 }
 
@@ -244,18 +244,46 @@ func validName(s string) bool {
 	return true
 }
 
-// normalizeURL checks that s is an absolute http or https URL with a host and no query or
-// fragment, and returns it without a trailing slash: the backend's ID.
+// normalizeURL checks that s is an absolute http or https URL with a host and no userinfo,
+// query or fragment, and returns it without a trailing slash: the backend's ID. Its errors
+// show s without userinfo, query or fragment, which may hold secrets.
 func normalizeURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil {
-		return "", err
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // url.Error repeats the whole URL
+		}
+		return "", fmt.Errorf("%q: %v", redactURL(s), err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("%q: want an http or https URL", s)
+		return "", fmt.Errorf("%q: want an http or https URL", redactURL(s))
 	}
 	if u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return "", fmt.Errorf("%q: want scheme://host[:port][/path] only", s)
+		return "", fmt.Errorf("%q: want scheme://host[:port][/path] only", redactURL(s))
 	}
 	return strings.TrimRight(u.String(), "/"), nil
+}
+
+// redactURL returns s with its userinfo, query and fragment, if any, each replaced by
+// "REDACTED". It does not need s to parse.
+func redactURL(s string) string {
+	scheme, rest, ok := strings.Cut(s, "://")
+	if !ok {
+		scheme, rest = "", s
+	} else {
+		scheme += "://"
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	if i := strings.LastIndex(authority, "@"); i >= 0 {
+		authority = "REDACTED@" + authority[i+1:]
+	}
+	if i := strings.IndexAny(tail, "?#"); i >= 0 {
+		tail = tail[:i+1] + "REDACTED"
+	}
+	return scheme + authority + tail
 }

@@ -58,6 +58,9 @@ type fake struct {
 	status int
 	// connState, when set before start, is the server's connection state hook.
 	connState func(net.Conn, http.ConnState)
+	// handlers, when set before the first request, serve their paths instead of the fake's
+	// own handlers (requests are still counted by peer).
+	handlers map[string]http.HandlerFunc
 }
 
 func newFake(t *testing.T, name string, models ...string) *fake {
@@ -160,6 +163,10 @@ func (f *fake) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	f.byPeer[r.RemoteAddr]++
 	f.mu.Unlock()
+	if h := f.handlers[r.URL.Path]; h != nil {
+		h(w, r)
+		return
+	}
 	switch r.URL.Path {
 	case "/metrics":
 		_ = vllm.Write(w, []vllm.Engine{{Model: f.models[0], Running: int(f.running.Load()), NumGPUBlocks: 1000, BlockSize: 16}})

@@ -109,7 +109,7 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
 	g.install(st)
-	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport); err != nil {
+	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport, m); err != nil {
 		return nil, fmt.Errorf("gateway: tokenize: %w", err)
 	}
 	if cfg.KVEvents.Enabled() {

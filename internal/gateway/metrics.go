@@ -16,7 +16,10 @@ type metrics struct {
 	healthy      *prometheus.GaugeVec
 	scrapeErrors *prometheus.CounterVec
 	kvErrors     prometheus.Counter       // registered only with kv_events
-	tokenize     *prometheus.HistogramVec // by result: hit, miss, error
+	tokenize     *prometheus.HistogramVec // by result: hit, miss, error, too_long, unavailable
+	// tokenizerUp is 1 after a backend's /tokenize answered, 0 after it failed.
+	tokenizerUp      *prometheus.GaugeVec
+	tokenizeFailures *prometheus.CounterVec // by backend and reason
 
 	// requestsMu guards requestsByKey, the requests counters already looked up: a map
 	// lookup is cheaper than the vector's, which hashes and validates every label.
@@ -82,14 +85,22 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		tokenize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "kvroute_gateway_tokenize_duration_seconds", Buckets: microBuckets,
-			Help: "Time to fill a request's token ids, by result: hit (the cache), miss (a backend's /tokenize), error (routed without ids).",
+			Help: "Time to fill a request's token ids, by result: hit (the cache), miss (a backend's /tokenize); routed without ids: error (the tokenizers asked failed), too_long (over tokenize.max_tokens or max_model_len), unavailable (no ready backend's tokenizer out of its cooldown).",
 		}, []string{"result"}),
+		tokenizerUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "kvroute_gateway_tokenizer_up",
+			Help: "1 when the backend's /tokenize answered its last call, 0 when it failed and is skipped for tokenize.cooldown; absent until first asked.",
+		}, []string{"backend"}),
+		tokenizeFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "kvroute_gateway_tokenize_failures_total",
+			Help: "Failed /tokenize calls by backend and reason: timeout, connect, transport, status (not 200), invalid (an answer that does not parse), too_long (more ids than the cap).",
+		}, []string{"backend", "reason"}),
 		scrapeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kvroute_gateway_scrape_errors_total",
 			Help: "Failed scrapes of a backend's /metrics.",
 		}, []string{"backend"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.decision, m.overhead, m.inflight, m.retries, m.healthy, m.scrapeErrors, m.tokenize} {
+	for _, c := range []prometheus.Collector{m.requests, m.decision, m.overhead, m.inflight, m.retries, m.healthy, m.scrapeErrors, m.tokenize, m.tokenizerUp, m.tokenizeFailures} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -103,6 +114,8 @@ func (m *metrics) forget(id string) {
 	m.retries.DeleteLabelValues(id)
 	m.healthy.DeleteLabelValues(id)
 	m.scrapeErrors.DeleteLabelValues(id)
+	m.tokenizerUp.DeleteLabelValues(id)
+	m.tokenizeFailures.DeletePartialMatch(prometheus.Labels{"backend": id})
 	m.requestsMu.Lock()
 	for k := range m.requestsByKey {
 		if k.backend == id {

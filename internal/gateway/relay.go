@@ -45,6 +45,9 @@ type relay struct {
 	buf          []byte
 	start, ready int
 	partial      bool // part of an over-long event was given: the client is mid-event
+	// complete: the stream's [DONE] was given and the proxy asked for more, so it wrote
+	// [DONE] to the client; the response is counted by its status however it ends.
+	complete bool
 
 	started bool  // the backend's first body byte came: its first token was reported
 	done    bool  // the backend's body ended, by EOF or by failure
@@ -52,8 +55,15 @@ type relay struct {
 	closed  bool
 }
 
+// newRelay relays resp's body. An event stream loses the backend's Content-Length: the relay
+// passes it on in whole events and may drop an incomplete one or add an error event, so its
+// length is the relay's, and the client gets it chunked.
 func newRelay(c *call, res *reservation, resp *http.Response) *relay {
 	r := &relay{c: c, res: res, rc: resp.Body, stream: isEventStream(resp.Header)}
+	if r.stream {
+		resp.Header.Del("Content-Length")
+		resp.ContentLength = -1
+	}
 	if !r.stream && resp.StatusCode == http.StatusOK {
 		r.kept = make([]byte, 0, 4<<10)
 	}
@@ -70,6 +80,9 @@ func isEventStream(h http.Header) bool {
 func (r *relay) Read(p []byte) (int, error) {
 	if !r.stream {
 		return r.readWhole(p)
+	}
+	if r.start == r.ready && r.scan.Done() {
+		r.complete = true
 	}
 	for r.start == r.ready {
 		if r.done {
@@ -159,6 +172,8 @@ func (r *relay) end(err error) {
 		r.failure = err
 		r.buf = r.buf[:r.ready]
 		return
+	case r.scan.Done() && r.ready == len(r.buf): // what fails after [DONE] loses nothing
+		return
 	case isTimeout(err):
 		r.failure = fmt.Errorf("backend %s: %w", name, err)
 	case err != io.EOF:
@@ -201,6 +216,7 @@ func (r *relay) Close() error {
 	r.closed = true
 	err := r.rc.Close()
 	switch {
+	case r.complete: // the client got [DONE]: the status stands
 	case r.failure != nil && !errors.Is(r.failure, errClientGone):
 		r.c.status = failureError(r.failure).Status
 	case !r.done || r.failure != nil:

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 )
 
@@ -33,12 +32,16 @@ type ServerConfig struct {
 	// cap is answered 503 and closed at once. Keep it under the file-descriptor limit, about
 	// half of it: a connection with a request in flight holds a backend connection too.
 	MaxConnections int `yaml:"max_connections" json:"max_connections"`
+	// MaxConnectionsPerClient caps the connections one client IP address holds open at once
+	// (1,000); one over it is answered 503 and closed at once. Behind a proxy or load
+	// balancer that every client comes through, raise it to MaxConnections.
+	MaxConnectionsPerClient int `yaml:"max_connections_per_client" json:"max_connections_per_client"`
 }
 
 // DefaultServerConfig returns the defaults documented on each field.
 func DefaultServerConfig() ServerConfig {
 	return ServerConfig{ReadHeaderTimeout: 30 * time.Second, ReadBodyTimeout: 60 * time.Second, WriteTimeout: 60 * time.Second,
-		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10, MaxConnections: 10000}
+		IdleTimeout: 120 * time.Second, MaxHeaderBytes: 64 << 10, MaxConnections: 10000, MaxConnectionsPerClient: 1000}
 }
 
 // Validate checks every field and returns all problems joined, each naming its field.
@@ -54,6 +57,9 @@ func (c ServerConfig) Validate() error {
 	if c.MaxConnections < 1 {
 		errs = append(errs, fmt.Errorf("max_connections %d: want >= 1", c.MaxConnections))
 	}
+	if c.MaxConnectionsPerClient < 1 {
+		errs = append(errs, fmt.Errorf("max_connections_per_client %d: want >= 1", c.MaxConnectionsPerClient))
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("gateway: server config: %w", err)
 	}
@@ -61,11 +67,15 @@ func (c ServerConfig) Validate() error {
 }
 
 // Server is net/http's server with the limits of a ServerConfig: the head, body, write and
-// idle timeouts, a header size limit, and a cap on open connections. It serves any handler;
-// cmd/route serves a Gateway with it.
+// idle timeouts, a header size limit, and caps on open connections, in all and per client.
+// At the cap, a new connection takes the place of an idle one (kept alive between requests)
+// of the client holding the most connections, so that idle keep-alives cannot lock other
+// clients out; a connection that has sent nothing yet is bounded by ReadHeaderTimeout. It serves any
+// handler; cmd/route serves a Gateway with it.
 type Server struct {
-	srv *http.Server
-	cfg ServerConfig
+	srv   *http.Server
+	cfg   ServerConfig
+	conns *connTable
 	// rejecting bounds the connections over the cap being answered at once.
 	rejecting chan struct{}
 }
@@ -76,15 +86,15 @@ func NewServer(cfg ServerConfig, h http.Handler, errorLog *log.Logger) (*Server,
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, rejecting: make(chan struct{}, 256)}
+	s := &Server{cfg: cfg, rejecting: make(chan struct{}, 256), conns: newConnTable(cfg.MaxConnections, cfg.MaxConnectionsPerClient)}
 	s.srv = &http.Server{Handler: s.limits(h), ReadHeaderTimeout: cfg.ReadHeaderTimeout, IdleTimeout: cfg.IdleTimeout,
-		MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: errorLog}
+		MaxHeaderBytes: cfg.MaxHeaderBytes, ErrorLog: errorLog, ConnState: s.conns.track}
 	return s, nil
 }
 
 // Serve serves ln until Shutdown or Close, when it returns http.ErrServerClosed.
 func (s *Server) Serve(ln net.Listener) error {
-	return s.srv.Serve(&capListener{Listener: ln, s: s, slots: make(chan struct{}, s.cfg.MaxConnections)})
+	return s.srv.Serve(&capListener{Listener: ln, s: s})
 }
 
 // Shutdown closes the listeners and the idle connections, then waits for the active ones to
@@ -94,9 +104,17 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.srv.Shutdown(ctx
 // Close closes the listeners and every connection at once.
 func (s *Server) Close() error { return s.srv.Close() }
 
-// limits applies the body-read and write timeouts to each request.
+// limits applies the body-read and write timeouts to each request, and closes the
+// connection after a request framed by Transfer-Encoding. net/http frames a request that
+// carries both Transfer-Encoding and Content-Length by the former and removes the latter
+// (RFC 9112 §6.3), so the handler cannot tell the two apart; the RFC requires closing the
+// connection after answering such a request, since a proxy in front may have framed it by
+// Content-Length and sent what follows as another request.
 func (s *Server) limits(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if len(r.TransferEncoding) > 0 {
+			w.Header().Set("Connection", "close")
+		}
 		rc := http.NewResponseController(w)
 		if r.Body != nil && r.Body != http.NoBody {
 			_ = rc.SetReadDeadline(time.Now().Add(s.cfg.ReadBodyTimeout))
@@ -153,13 +171,12 @@ func (w *deadlineWriter) Flush() {
 // Unwrap lets http.ResponseController reach the server's writer.
 func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// capListener hands the server at most cap(slots) connections at once; a connection over
-// the cap is answered with a 503 and closed, so a flood of connections costs the server
-// neither file descriptors nor goroutines for long.
+// capListener hands the server the connections its connTable admits; the others are
+// answered with a 503 and closed, so a flood of connections costs the server neither file
+// descriptors nor goroutines for long.
 type capListener struct {
 	net.Listener
-	s     *Server
-	slots chan struct{}
+	s *Server
 }
 
 func (l *capListener) Accept() (net.Conn, error) {
@@ -168,26 +185,33 @@ func (l *capListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		select {
-		case l.slots <- struct{}{}:
-			return &slotConn{Conn: c, release: func() { <-l.slots }}, nil
-		default:
-			l.s.reject(c)
+		sc, shed, refusal := l.s.conns.admit(c)
+		if shed != nil {
+			_ = shed.Close()
 		}
+		if sc != nil {
+			return sc, nil
+		}
+		l.s.reject(c, refusal)
 	}
 }
 
-// busyResponse is what a connection over the cap gets.
-var busyResponse = func() string {
-	body := `{"error":{"message":"too many connections to the router; retry later","type":"server_error","param":null,"code":"too_many_connections"}}`
+// What a connection over the cap, or over its client's cap, gets.
+var (
+	busyResponse       = refusal("too many connections to the router; retry later")
+	clientBusyResponse = refusal("too many connections from this client; reuse them or retry later")
+)
+
+func refusal(msg string) string {
+	body := `{"error":{"message":"` + msg + `","type":"server_error","param":null,"code":"too_many_connections"}}`
 	return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nConnection: close\r\nRetry-After: 1\r\n" +
 		"Content-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n" + body
-}()
+}
 
-// reject answers c with busyResponse and closes it. The answer is written, then what the
+// reject answers c with response and closes it. The answer is written, then what the
 // client sent is drained briefly, so that closing does not reset the connection before the
 // client reads the answer; connections beyond the few being answered are closed at once.
-func (s *Server) reject(c net.Conn) {
+func (s *Server) reject(c net.Conn, response string) {
 	select {
 	case s.rejecting <- struct{}{}:
 	default:
@@ -198,7 +222,7 @@ func (s *Server) reject(c net.Conn) {
 		defer func() { <-s.rejecting }()
 		defer c.Close()
 		_ = c.SetDeadline(time.Now().Add(time.Second))
-		if _, err := io.WriteString(c, busyResponse); err != nil {
+		if _, err := io.WriteString(c, response); err != nil {
 			return
 		}
 		if tc, ok := c.(interface{ CloseWrite() error }); ok {
@@ -206,16 +230,4 @@ func (s *Server) reject(c net.Conn) {
 		}
 		_, _ = io.Copy(io.Discard, io.LimitReader(c, 64<<10))
 	}()
-}
-
-// slotConn gives its slot back when closed.
-type slotConn struct {
-	net.Conn
-	once    sync.Once
-	release func()
-}
-
-func (c *slotConn) Close() error {
-	c.once.Do(c.release)
-	return c.Conn.Close()
 }
