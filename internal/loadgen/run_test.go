@@ -78,7 +78,11 @@ func TestRateHeldWhenServerIsSlow(t *testing.T) {
 }
 
 // TestRateHeldOnLoopback runs over real sockets against a server that answers nothing until
-// every request has been sent: a saturated target must not slow the dispatcher.
+// every request has been sent: a saturated target must not slow the dispatcher. That the run
+// ends at all shows it (a dispatcher waiting for an answer would never send the last
+// request); the schedule's precision is TestRateHeldWhenServerIsSlow's, on a virtual clock.
+// On the wall clock a busy machine can only make sending late, so here the rate is held to
+// the schedule from above: never sent faster than the arrivals.
 func TestRateHeldOnLoopback(t *testing.T) {
 	const n, rate = 100, 50.0
 	release := make(chan struct{})
@@ -109,8 +113,8 @@ func TestRateHeldOnLoopback(t *testing.T) {
 	if len(rs) != n || st.Sent != n {
 		t.Fatalf("got %d results, %d sent; want %d", len(rs), st.Sent, n)
 	}
-	if got := sendRate(rs); math.Abs(got-rate) > 0.05*rate {
-		t.Errorf("sent at %.2f req/s; want %.0f ± 5%%", got, rate)
+	if got := sendRate(rs); got > 1.05*rate {
+		t.Errorf("sent at %.2f req/s; want at most %.0f + 5%%", got, rate)
 	}
 	for _, r := range rs {
 		if r.Record.Status != results.StatusCompleted {
