@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"internal/vllm":      {"github.com/prometheus/common/...", "github.com/prometheus/client_model/..."},
 	"internal/gateway":   {"kvroute/router/...", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "github.com/prometheus/client_golang/...", "github.com/cespare/xxhash/v2", "github.com/hashicorp/golang-lru/v2/..."},
 	"internal/emulate":   {"kvroute/sim/...", "kvroute/gpumodel", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "kvroute/workloads"},
-	"internal/kvevents":  {"kvroute/router/prefix", "github.com/go-zeromq/zmq4", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
+	"internal/kvevents":  {"kvroute/router/prefix", "github.com/go-zeromq/zmq4/...", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
 	"internal/loadgen":   {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
 	"internal/archtest":  {},
 	"internal/spares":    {},                        // the bounded free list of ended objects that workloads and sim/cluster reuse
