@@ -52,6 +52,7 @@ type Index struct {
 	mu    sync.Mutex
 	eps   map[string]*endpoint
 	stats Stats
+	boot  boot // start-up and re-admission state (boot.go)
 }
 
 type endpoint struct {
@@ -91,6 +92,9 @@ type Filler func(Gap) ([][]byte, error)
 // backwards means the replica restarted: its index starts clean. Handle is meant to be
 // called from one goroutine per replica.
 func (x *Index) Handle(id, model string, seq uint64, payload []byte, fill Filler) error {
+	if x.admit(id, seq) {
+		return nil
+	}
 	x.mu.Lock()
 	e := x.ep(id)
 	var gap *Gap

@@ -120,7 +120,8 @@ func TestIndexSequence(t *testing.T) {
 		{"gap without replay", []uint64{0, 3}, nil, 1, true, "1 0 0"},
 		{"replay fails", []uint64{0, 3}, broken, 1, true, "1 0 0"},
 		{"restart starts clean", []uint64{0, 1, 0}, nil, 1, false, "0 0 1"},
-		{"a first message need not be 0", []uint64{3}, nil, 1, false, "0 0 0"},
+		{"a late first message: the history is missed", []uint64{3}, nil, 1, true, "0 0 0"},
+		{"llm-d-inference-sim numbers from 1", []uint64{1}, nil, 0, false, "0 0 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
