@@ -151,10 +151,18 @@ func (x *Index) BootStats() BootStats {
 
 // admit runs before Handle applies message seq of replica id: it waits while Hold is in
 // force, and reports whether the message is one a loaded snapshot already holds (to skip).
-// A late start with no snapshot marks the replica stale: its index lacks the history.
-func (x *Index) admit(id string, seq uint64) (skip bool) {
+// A late start with no snapshot lacks the replica's history: it is asked of fill (the
+// replica's replay buffer, which holds it while the replica is young), and without it the
+// replica is marked stale.
+func (x *Index) admit(id, model string, seq uint64, fill Filler) (skip bool) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
+	history := false
+	defer func() {
+		x.mu.Unlock()
+		if history && fill != nil {
+			x.fillHistory(id, model, seq, fill)
+		}
+	}()
 	for held := x.boot.held; held != nil; held = x.boot.held {
 		x.mu.Unlock()
 		<-held
@@ -169,7 +177,7 @@ func (x *Index) admit(id string, seq uint64) (skip bool) {
 	case !b.seen && !e.started:
 		b.behind = 0
 		if seq > 1 {
-			b.behind, e.stale = seq, true
+			b.behind, e.stale, history = seq, true, true
 		}
 	case !b.seen && loaded && seq > e.seq+1:
 		b.behind = seq - e.seq - 1
@@ -183,4 +191,39 @@ func (x *Index) admit(id string, seq uint64) (skip bool) {
 	}
 	b.seen, b.suspended, b.loadedAt = true, false, time.Time{}
 	return false
+}
+
+// fillHistory applies what fill returns of messages [0, seq) of a replica this index never
+// saw (from 1 when the replica numbers from 1, as llm-d-inference-sim does), and, when it
+// has them all, clears the staleness of the late start.
+func (x *Index) fillHistory(id, model string, seq uint64, fill Filler) {
+	var missed [][]byte
+	var err error
+	for _, from := range []uint64{0, 1} {
+		if missed, err = fill(Gap{From: from, To: seq}); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	e := x.ep(id)
+	dropped := false
+	for _, p := range missed {
+		b, err := Decode(p, x.lim)
+		if err != nil {
+			x.stats.Dropped++
+			dropped = true
+			continue
+		}
+		x.stats.Replayed++
+		x.apply(id, model, e, &b)
+	}
+	e.started, e.seq = true, seq-1
+	if !dropped {
+		e.stale = false
+		x.bootEp(id).behind = 0
+	}
 }

@@ -15,6 +15,12 @@ func TestIndexBoot(t *testing.T) {
 	second := payload(stored([]uint64{2}, &p1, toks[16:32]))
 	loaded := Snapshot{Endpoints: []EndpointSnapshot{{ID: "p", Seq: 5, Started: true,
 		Keys: []KeyPair{{1, 0x11}, {9, 0x99}}}}}
+	history := func(g Gap) ([][]byte, error) { // a young replica's replay buffer
+		if g.From != 0 {
+			return nil, fmt.Errorf("from %d", g.From)
+		}
+		return [][]byte{first, second, payload()}[:g.To], nil
+	}
 	type step struct {
 		seq uint64
 		msg []byte
@@ -23,16 +29,18 @@ func TestIndexBoot(t *testing.T) {
 		name    string
 		load    bool
 		suspend bool // after the first step, as the gateway does on ejecting the replica
+		fill    Filler
 		steps   []step
 		want    string
 	}{
-		{"complete from the start", false, false, []step{{0, first}, {1, second}}, "keys 2 held 2 stale false behind 0 dups 0 restored 0"},
-		{"late start, no snapshot", false, false, []step{{7, first}, {8, second}}, "keys 2 held 2 stale true behind 7 dups 0 restored 0"},
-		{"snapshot, then what it holds, then new", true, false, []step{{4, first}, {5, first}, {6, second}}, "keys 3 held 3 stale false behind 0 dups 2 restored 0"},
-		{"snapshot, then a gap", true, false, []step{{8, second}}, "keys 3 held 3 stale true behind 2 dups 0 restored 0"},
-		{"snapshot, then a restart after new messages", true, false, []step{{6, second}, {0, first}}, "keys 1 held 1 stale false behind 0 dups 0 restored 0"},
-		{"suspended, the stream goes on: blocks restored", false, true, []step{{0, first}, {1, second}}, "keys 2 held 2 stale false behind 0 dups 0 restored 1"},
-		{"suspended, the replica restarted: clean", false, true, []step{{0, second}, {0, first}}, "keys 1 held 1 stale false behind 0 dups 0 restored 0"},
+		{"complete from the start", false, false, nil, []step{{0, first}, {1, second}}, "keys 2 held 2 stale false behind 0 dups 0 restored 0"},
+		{"late start, no snapshot", false, false, nil, []step{{7, first}, {8, second}}, "keys 2 held 2 stale true behind 7 dups 0 restored 0"},
+		{"late start, history replayed", false, false, history, []step{{3, payload()}}, "keys 2 held 2 stale false behind 0 dups 0 restored 0"},
+		{"snapshot, then what it holds, then new", true, false, nil, []step{{4, first}, {5, first}, {6, second}}, "keys 3 held 3 stale false behind 0 dups 2 restored 0"},
+		{"snapshot, then a gap", true, false, nil, []step{{8, second}}, "keys 3 held 3 stale true behind 2 dups 0 restored 0"},
+		{"snapshot, then a restart after new messages", true, false, nil, []step{{6, second}, {0, first}}, "keys 1 held 1 stale false behind 0 dups 0 restored 0"},
+		{"suspended, the stream goes on: blocks restored", false, true, nil, []step{{0, first}, {1, second}}, "keys 2 held 2 stale false behind 0 dups 0 restored 1"},
+		{"suspended, the replica restarted: clean", false, true, nil, []step{{0, second}, {0, first}}, "keys 1 held 1 stale false behind 0 dups 0 restored 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -42,7 +50,7 @@ func TestIndexBoot(t *testing.T) {
 				x.Load(loaded)
 			}
 			for i, s := range tc.steps {
-				_ = x.Handle("p", "m", s.seq, s.msg, nil)
+				_ = x.Handle("p", "m", s.seq, s.msg, tc.fill)
 				if i == 0 && tc.suspend {
 					rec.AllBlocksCleared("p") // the policy forgot the ejected replica
 					x.Suspend("p")

@@ -92,7 +92,7 @@ type Filler func(Gap) ([][]byte, error)
 // backwards means the replica restarted: its index starts clean. Handle is meant to be
 // called from one goroutine per replica.
 func (x *Index) Handle(id, model string, seq uint64, payload []byte, fill Filler) error {
-	if x.admit(id, seq) {
+	if x.admit(id, model, seq, fill) {
 		return nil
 	}
 	x.mu.Lock()
