@@ -90,7 +90,7 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 		} else {
 			log.Warn("backend ejected", "backend", name, "url", url, "err", err)
 		}
-	}, OnKVError: func(err error) { log.Error("kv events", "err", err) }})
+	}, OnKVError: func(err error) { log.Error("kv events", "err", err) }, OnKVBootstrap: func(b gateway.KVBootstrap) { logBootstrap(log, b) }})
 	if err != nil {
 		return err
 	}
@@ -105,6 +105,9 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 	probeCtx, cancelProbe := context.WithTimeout(runCtx, cfg.Gateway.Health.ScrapeTimeout)
 	g.Probe(probeCtx) // know the backends' load and models before the first request
 	cancelProbe()
+	if err := g.StartKVEvents(runCtx); err != nil { // a busy bind address stops the router here
+		return err
+	}
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
@@ -170,10 +173,10 @@ func listen(cfg fileConfig, g *gateway.Gateway, log *slog.Logger) ([]server, cha
 	return servers, served, nil
 }
 
-// withoutMetrics serves h except /metrics, which lives on the admin listener.
+// withoutMetrics serves h except /metrics and /kv/snapshot, which live on the admin listener.
 func withoutMetrics(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" {
+		if r.URL.Path == "/metrics" || r.URL.Path == "/kv/snapshot" {
 			http.NotFound(w, r)
 			return
 		}
@@ -253,6 +256,16 @@ func shutdown(g *gateway.Gateway, servers []server, cfg *fileConfig, log *slog.L
 	}
 	log.Info("drained")
 	return errors.Join(errs...)
+}
+
+// logBootstrap logs how loading a peer's KV index snapshot went.
+func logBootstrap(log *slog.Logger, b gateway.KVBootstrap) {
+	if b.Err != nil {
+		log.Error("kv index bootstrap failed: routing starts from the events alone; backends whose history was missed are marked stale (kvroute_gateway_kv_index_stale)",
+			"err", b.Err, "took", b.Took)
+		return
+	}
+	log.Info("kv index bootstrapped", "peer", b.Peer, "backends", b.Backends, "blocks", b.Blocks, "took", b.Took)
 }
 
 // warnDeprecated logs, once per load, each deprecated spelling the configuration used.
