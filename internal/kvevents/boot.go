@@ -108,9 +108,11 @@ func (x *Index) Resend() {
 }
 
 // Suspend records that replica id's entries left the observer (the gateway ejected the
-// replica, and its policy forgot it): its next message decides. A sequence number that goes
-// on means the replica kept its cache, and its blocks are told to the observer again before
-// the message applies; one that goes back means it restarted, and the index starts clean.
+// replica, and its policy forgot it): its next message decides. The next sequence number
+// means the replica kept its cache, and its blocks are told to the observer again before
+// the message applies; one that goes back means it restarted, and the index starts clean;
+// one after a gap leaves it unknown: the index starts clean from the replica's replay
+// buffer when it holds the whole stream (a restarted replica's is short), else stale.
 func (x *Index) Suspend(id string) {
 	x.mu.Lock()
 	if _, ok := x.eps[id]; ok {
@@ -183,11 +185,14 @@ func (x *Index) admit(id, model string, seq uint64, fill Filler) (skip bool) {
 		b.behind = seq - e.seq - 1
 	case e.started && seq <= e.seq: // a restart: Handle clears the replica
 		b.behind = 0
-	case b.suspended:
+	case b.suspended && seq == e.seq+1:
 		for _, rk := range e.keys {
 			x.obs.BlockStored(id, rk)
 		}
 		x.boot.restored++
+	case b.suspended: // a gap after the ejection: it may have restarted and lost messages
+		x.clear(id, e)
+		e.started, e.stale, b.behind, history = false, true, seq, true
 	}
 	b.seen, b.suspended, b.loadedAt = true, false, time.Time{}
 	return false

@@ -41,6 +41,8 @@ func TestIndexBoot(t *testing.T) {
 		{"snapshot, then a restart after new messages", true, false, nil, []step{{6, second}, {0, first}}, "keys 1 held 1 stale false behind 0 dups 0 restored 0"},
 		{"suspended, the stream goes on: blocks restored", false, true, nil, []step{{0, first}, {1, second}}, "keys 2 held 2 stale false behind 0 dups 0 restored 1"},
 		{"suspended, the replica restarted: clean", false, true, nil, []step{{0, second}, {0, first}}, "keys 1 held 1 stale false behind 0 dups 0 restored 0"},
+		{"suspended, then a gap: clean and stale", false, true, nil, []step{{0, first}, {5, payload()}}, "keys 0 held 0 stale true behind 5 dups 0 restored 0"},
+		{"suspended, then a gap the replay fills", false, true, history, []step{{0, first}, {2, payload()}}, "keys 2 held 2 stale false behind 0 dups 0 restored 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
