@@ -9,7 +9,8 @@
 //	KVROUTE_API_KEYS=k1,k2 route -config route.yaml -admin-listen 127.0.0.1:9090
 //
 // It serves POST /v1/chat/completions and /v1/completions, GET /v1/models, /health, /ready and
-// its own Prometheus /metrics (on -admin-listen when set). The policy spec, seed, metrics
+// its own Prometheus /metrics and KV-index /kv/snapshot (on -admin-listen when set). A
+// KV-event endpoint it cannot bind stops it before it serves (exit 1). The policy spec, seed, metrics
 // interval, retries, body limit and hardware use the names and decoders of sweep files
 // (docs/vocabulary.md); deprecated spellings still work and are logged as warnings. SIGHUP re-reads the configuration
 // (the file, then the flags given, then the API keys) without dropping requests in flight.

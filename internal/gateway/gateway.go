@@ -211,8 +211,11 @@ func (st *state) lifecycleConfig() router.LifecycleConfig {
 // Reload swaps in cfg without dropping requests in flight: they finish on the backends they
 // were sent to and report to the policy that routed them. Backends are matched by URL and
 // keep their state and in-flight counts; backends no longer listed stop being scraped and
-// are reported to the policy as removed. The policy is rebuilt only when its name,
-// parameters or seed change.
+// are reported to the policy as removed, and their KV-event index is dropped. The policy is
+// rebuilt only when its name, parameters or seed change; a rebuilt one is given the KV-event
+// index. The KV-event sources follow kv_events (all but block_size, which takes a restart):
+// a bind or forward endpoint that cannot be bound fails the reload and the running
+// configuration stays.
 func (g *Gateway) Reload(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err

@@ -11,10 +11,11 @@ import (
 
 // ServeHTTP serves POST /v1/chat/completions and /v1/completions (routed and proxied),
 // GET /v1/models (the union of the backends' models), /health (the process is up), /ready
-// (some backend is ready and the gateway is not draining) and /metrics (Prometheus; with the
-// API key when keys are configured). When a backend fails midway through a non-streamed
-// response, ServeHTTP aborts the response with http.ErrAbortHandler so that the client sees
-// a failed response, never a truncated one.
+// (some backend is ready, the gateway is not draining and its KV index is not loading a
+// peer's snapshot), /metrics (Prometheus) and /kv/snapshot (the KV index, for peer routers),
+// the last two with the API key when keys are configured. When a backend fails midway
+// through a non-streamed response, ServeHTTP aborts the response with http.ErrAbortHandler
+// so that the client sees a failed response, never a truncated one.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/chat/completions":
