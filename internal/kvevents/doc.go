@@ -17,4 +17,11 @@
 // A Subscriber reads one ZMQ stream (connecting to each replica's publisher, or binding one
 // endpoint the replicas dial), checks sequence numbers per topic, asks the replica's replay
 // ROUTER socket for a gap when one is configured and otherwise marks that replica stale.
+//
+// Several routers share the replicas' events. A Forwarder binds the one endpoint replicas
+// that dial can reach and re-publishes their messages unchanged for any number of routers. A
+// router that starts late loads a peer's Snapshot (Index.Load, the messages held back by
+// Index.Hold meanwhile) or asks the replicas' replay buffers for their history; one that
+// ejected a replica keeps its index until the replica's next message says whether it
+// restarted (Index.Suspend).
 package kvevents
