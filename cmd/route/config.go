@@ -90,6 +90,8 @@ type options struct {
 	kvConnect       string
 	kvReplay        string
 	kvBind          string
+	kvForward       string
+	kvBootstrap     string
 	tokenize        bool
 	getenv          func(string) string
 }
@@ -116,7 +118,9 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.BoolVar(&o.listPolicies, "list-policies", false, "print the routing policies and exit")
 	fs.StringVar(&o.kvConnect, "kv-events-connect", "", "comma-separated vLLM KV-event publishers to dial, NAME=tcp://host:5557 (NAME: a backend's name or URL) or tcp://host:port (backend from the topic kv@<pod>@<model>)")
 	fs.StringVar(&o.kvReplay, "kv-events-replay", "", "comma-separated replay endpoints, NAME=tcp://host:port, filling sequence gaps of that backend's stream")
-	fs.StringVar(&o.kvBind, "kv-events-bind", "", "ZMQ endpoint to listen on for replicas that dial it (tcp://127.0.0.1:5557)")
+	fs.StringVar(&o.kvBind, "kv-events-bind", "", "ZMQ endpoint to listen on for replicas that dial it (tcp://127.0.0.1:5557); only one process can bind it: a busy address stops the router")
+	fs.StringVar(&o.kvForward, "kv-events-forward", "", "with -kv-events-bind: a PUB endpoint (tcp://0.0.0.0:5600) re-publishing every event received, for other routers' -kv-events-connect tcp://this-host:5600")
+	fs.StringVar(&o.kvBootstrap, "kv-events-bootstrap-from", "", "comma-separated peer routers' admin URLs (http://router-0:9090): at start, load the first one's KV index snapshot (GET /kv/snapshot) before routing")
 	fs.BoolVar(&o.tokenize, "tokenize", false, "fill request token ids from a backend's /tokenize (needed by precise-prefix)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -271,6 +275,10 @@ func (o *options) apply(name string, c *fileConfig) error {
 		c.Gateway.KVEvents.Replay = splitList(o.kvReplay)
 	case "kv-events-bind":
 		c.Gateway.KVEvents.Bind = o.kvBind
+	case "kv-events-forward":
+		c.Gateway.KVEvents.Forward = o.kvForward
+	case "kv-events-bootstrap-from":
+		c.Gateway.KVEvents.BootstrapFrom = splitList(o.kvBootstrap)
 	case "tokenize":
 		c.Gateway.Tokenize.Remote = o.tokenize
 	}

@@ -9,7 +9,8 @@
 //	KVROUTE_API_KEYS=k1,k2 route -config route.yaml -admin-listen 127.0.0.1:9090
 //
 // It serves POST /v1/chat/completions and /v1/completions, GET /v1/models, /health, /ready and
-// its own Prometheus /metrics (on -admin-listen when set). The policy spec, seed, metrics
+// its own Prometheus /metrics and KV-index /kv/snapshot (on -admin-listen when set). A
+// KV-event endpoint it cannot bind stops it before it serves (exit 1). The policy spec, seed, metrics
 // interval, retries, body limit and hardware use the names and decoders of sweep files
 // (docs/vocabulary.md); deprecated spellings still work and are logged as warnings. SIGHUP re-reads the configuration
 // (the file, then the flags given, then the API keys) without dropping requests in flight.
@@ -90,7 +91,7 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 		} else {
 			log.Warn("backend ejected", "backend", name, "url", url, "err", err)
 		}
-	}, OnKVError: func(err error) { log.Error("kv events", "err", err) }})
+	}, OnKVError: func(err error) { log.Error("kv events", "err", err) }, OnKVBootstrap: func(b gateway.KVBootstrap) { logBootstrap(log, b) }})
 	if err != nil {
 		return err
 	}
@@ -105,6 +106,9 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 	probeCtx, cancelProbe := context.WithTimeout(runCtx, cfg.Gateway.Health.ScrapeTimeout)
 	g.Probe(probeCtx) // know the backends' load and models before the first request
 	cancelProbe()
+	if err := g.StartKVEvents(runCtx); err != nil { // a busy bind address stops the router here
+		return err
+	}
 	ran := make(chan struct{})
 	go func() {
 		defer close(ran)
@@ -170,10 +174,10 @@ func listen(cfg fileConfig, g *gateway.Gateway, log *slog.Logger) ([]server, cha
 	return servers, served, nil
 }
 
-// withoutMetrics serves h except /metrics, which lives on the admin listener.
+// withoutMetrics serves h except /metrics and /kv/snapshot, which live on the admin listener.
 func withoutMetrics(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/metrics" {
+		if r.URL.Path == "/metrics" || r.URL.Path == "/kv/snapshot" {
 			http.NotFound(w, r)
 			return
 		}
@@ -255,6 +259,16 @@ func shutdown(g *gateway.Gateway, servers []server, cfg *fileConfig, log *slog.L
 	}
 	log.Info("drained")
 	return errors.Join(errs...)
+}
+
+// logBootstrap logs how loading a peer's KV index snapshot went.
+func logBootstrap(log *slog.Logger, b gateway.KVBootstrap) {
+	if b.Err != nil {
+		log.Error("kv index bootstrap failed: routing starts from the events alone; backends whose history was missed are marked stale (kvroute_gateway_kv_index_stale)",
+			"err", b.Err, "took", b.Took)
+		return
+	}
+	log.Info("kv index bootstrapped", "peer", b.Peer, "backends", b.Backends, "blocks", b.Blocks, "took", b.Took)
 }
 
 // warnDeprecated logs, once per load, each deprecated spelling the configuration used.

@@ -47,7 +47,8 @@ debug_headers: true
 health: {metrics_interval: 100ms, scrape_timeout: 2s, failure_threshold: 5, max_backoff: 5s, models_interval: 30s}
 timeouts: {header: 10s, first_byte: 20s, idle: 30s}
 limits: {max_body_bytes: 1048576, max_retries: 1}
-kv_events: {connect: [a=tcp://a:5557, tcp://b:5557], replay: [a=tcp://a:5558], block_size: 64}
+kv_events: {connect: [a=tcp://a:5557, tcp://b:5557], replay: [a=tcp://a:5558], bind: tcp://0.0.0.0:5559, forward: tcp://0.0.0.0:5600,
+  bootstrap_from: [http://router-1:9090], bootstrap_timeout: 3s, block_size: 64}
 tokenize: {remote: true, cache_entries: 10, cache_bytes: 1048576, max_tokens: 4096, timeout: 1s, cooldown: 3s}
 `
 
@@ -61,7 +62,8 @@ func TestLoadConfig(t *testing.T) {
 		Health:   gateway.HealthConfig{MetricsInterval: 100 * time.Millisecond, ScrapeTimeout: 2 * time.Second, FailureThreshold: 5, MaxBackoff: 5 * time.Second, ModelsInterval: 30 * time.Second},
 		Timeouts: gateway.TimeoutsConfig{Header: 10 * time.Second, FirstByte: 20 * time.Second, Idle: 30 * time.Second, Request: 30 * time.Minute},
 		Limits:   gateway.LimitsConfig{MaxBodyBytes: 1 << 20, MaxRetries: 1},
-		KVEvents: gateway.KVEventsConfig{Connect: []string{"a=tcp://a:5557", "tcp://b:5557"}, Replay: []string{"a=tcp://a:5558"}, BlockSize: 64},
+		KVEvents: gateway.KVEventsConfig{Connect: []string{"a=tcp://a:5557", "tcp://b:5557"}, Replay: []string{"a=tcp://a:5558"},
+			Bind: "tcp://0.0.0.0:5559", Forward: "tcp://0.0.0.0:5600", BootstrapFrom: []string{"http://router-1:9090"}, BootstrapTimeout: 3 * time.Second, BlockSize: 64},
 		Tokenize: gateway.TokenizeConfig{Remote: true, CacheEntries: 10, CacheBytes: 1 << 20, MaxTokens: 4096, Timeout: time.Second, Cooldown: 3 * time.Second},
 	}
 	cases := []struct {

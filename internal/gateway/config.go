@@ -48,7 +48,7 @@ type Config struct {
 	// model (router.EndpointState.Prefill, read by predicted-ttft). cmd/route fills it from
 	// its hardware section; the gateway does not import gpumodel.
 	Prefill map[string]router.PrefillPredictor `yaml:"-" json:"-"`
-	// KVEvents subscribes to the backends' KV events (read at New; a reload keeps them).
+	// KVEvents subscribes to the backends' KV events; a reload applies it (all but block_size).
 	KVEvents KVEventsConfig `yaml:"kv_events" json:"kv_events"`
 	// Tokenize fills requests' token ids from the backends' /tokenize.
 	Tokenize TokenizeConfig `yaml:"tokenize" json:"tokenize"`
@@ -118,7 +118,7 @@ func DefaultConfig() Config {
 		},
 		Timeouts: TimeoutsConfig{Header: 300 * time.Second, FirstByte: 300 * time.Second, Idle: 60 * time.Second, Request: 30 * time.Minute},
 		Limits:   LimitsConfig{MaxBodyBytes: openai.DefaultMaxBodyBytes, MaxRetries: router.DefaultMaxRetries},
-		KVEvents: KVEventsConfig{BlockSize: 16},
+		KVEvents: KVEventsConfig{BlockSize: 16, BootstrapTimeout: 5 * time.Second},
 		Tokenize: DefaultTokenizeConfig(),
 	}
 }

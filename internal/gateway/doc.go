@@ -29,8 +29,14 @@
 // scrape, and a connection refused while proxying ejects it at once. Backends have names;
 // clients, error bodies and metric labels see those, never the backends' URLs.
 //
-// New builds a Gateway, Run drives its scrape loops, ServeHTTP serves clients (AdminHandler
-// serves /health, /ready and /metrics alone, for an operators' listener), Reload swaps the
+// A policy that reads the replicas' caches (precise-prefix) is fed their vLLM KV events
+// (kvevents.go: configuration; kvsources.go: the dialed, bound and forwarded streams a
+// reload diffs; kvboot.go: a late router's bootstrap from a peer's /kv/snapshot, and an
+// ejected backend's index kept until its next event; kvmetrics.go: their metrics).
+//
+// New builds a Gateway, StartKVEvents binds and dials its KV-event sources (Run calls it),
+// Run drives its scrape loops, ServeHTTP serves clients (AdminHandler serves /health, /ready,
+// /metrics and /kv/snapshot alone, for an operators' listener), Reload swaps the
 // configuration without dropping requests in flight, and Drain marks it not ready before a
 // shutdown while it goes on serving; Idle reports when nothing is left in flight. NewServer
 // and Server.Serve put a handler on a listener; Server.Shutdown drains it.

@@ -37,6 +37,9 @@ type Options struct {
 	// OnKVError, when set, hears a KV event source that could not be set up (a bad or busy
 	// endpoint). It must not block.
 	OnKVError func(error)
+	// OnKVBootstrap, when set, hears how loading a peer's index snapshot at start went
+	// (kv_events.bootstrap_from). It must not block.
+	OnKVBootstrap func(KVBootstrap)
 }
 
 // Gateway routes OpenAI requests to backends. It is safe for concurrent use.
@@ -54,15 +57,19 @@ type Gateway struct {
 	current  atomic.Pointer[state] // read without mu on the hot path
 	models   atomic.Pointer[modelIndex]
 	reasons  atomic.Pointer[map[string][]string] // X-Kvroute-Reason values by reason
-	kvIndex  *kvevents.Index                     // nil without kv_events
-	kvCfg    KVEventsConfig                      // as configured at New
+	kvIndex  *kvevents.Index                     // the replicas' caches from their KV events
+	kvSub    *kvevents.Subscriber                // feeds kvIndex
 	tok      *tokenizer
 	lc       *router.Lifecycle            // every request's life, on the current state's backends
 	viewFn   func([]router.EndpointState) // g.view, bound once
 
-	mu     sync.Mutex      // guards the fields below, every backend's mutable fields and decisions
-	runCtx context.Context // set while Run runs
-	loops  sync.WaitGroup
+	mu          sync.Mutex      // guards the fields below, every backend's mutable fields and decisions
+	runCtx      context.Context // set while Run runs
+	loops       sync.WaitGroup
+	kv          kvRun       // the KV-event sources running
+	kvBlockSize int         // the index's block size, fixed at New
+	kvMetrics   bool        // the KV-event metrics are registered
+	kvBoot      KVBootstrap // how the last bootstrap went
 }
 
 // state is one configuration in force: requests hold the state they started with, so a
@@ -112,14 +119,8 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport, m); err != nil {
 		return nil, fmt.Errorf("gateway: tokenize: %w", err)
 	}
-	if cfg.KVEvents.Enabled() {
-		g.kvCfg = cfg.KVEvents
-		ic := kvevents.DefaultIndexConfig()
-		ic.BlockSize = cfg.KVEvents.BlockSize
-		g.kvIndex = kvevents.NewIndex(ic, kvevents.DefaultLimits(), kvSink{g})
-		if err := g.registerKVMetrics(opts.Metrics); err != nil {
-			return nil, fmt.Errorf("gateway: metrics: %w", err)
-		}
+	if err := g.newKVIndex(cfg.KVEvents); err != nil {
+		return nil, err
 	}
 	return g, nil
 }
@@ -210,8 +211,11 @@ func (st *state) lifecycleConfig() router.LifecycleConfig {
 // Reload swaps in cfg without dropping requests in flight: they finish on the backends they
 // were sent to and report to the policy that routed them. Backends are matched by URL and
 // keep their state and in-flight counts; backends no longer listed stop being scraped and
-// are reported to the policy as removed. The policy is rebuilt only when its name,
-// parameters or seed change.
+// are reported to the policy as removed, and their KV-event index is dropped. The policy is
+// rebuilt only when its name, parameters or seed change; a rebuilt one is given the KV-event
+// index. The KV-event sources follow kv_events (all but block_size, which takes a restart):
+// a bind or forward endpoint that cannot be bound fails the reload and the running
+// configuration stays.
 func (g *Gateway) Reload(cfg Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
@@ -219,6 +223,9 @@ func (g *Gateway) Reload(cfg Config) error {
 	g.mu.Lock()
 	old := g.current.Load()
 	st, err := g.build(cfg, old)
+	if err == nil {
+		err = g.kvReload(st)
+	}
 	if err != nil {
 		g.mu.Unlock()
 		return err
@@ -247,30 +254,36 @@ func (g *Gateway) Reload(cfg Config) error {
 	g.mu.Unlock()
 	for _, b := range removed {
 		g.metrics.forget(b.name)
+		g.kvIndex.Drop(b.name)
+	}
+	if st.policy != old.policy { // the new policy learns the caches the index holds
+		g.kvIndex.Resend()
 	}
 	return nil
 }
 
-// Run scrapes every backend until ctx is done, then waits for the scrape loops to stop. It
-// returns nil after ctx is done, or an error if Run is already running.
+// Run scrapes every backend and reads the KV events until ctx is done, then waits for its
+// loops to stop. It returns nil after ctx is done, or an error if Run is already running or
+// a KV-event endpoint cannot be bound (StartKVEvents).
 func (g *Gateway) Run(ctx context.Context) error {
 	g.mu.Lock()
 	if g.runCtx != nil {
 		g.mu.Unlock()
 		return errors.New("gateway: already running")
 	}
+	if err := g.startKVEventsLocked(ctx); err != nil {
+		g.mu.Unlock()
+		return err
+	}
 	g.runCtx = ctx
 	for _, b := range g.current.Load().backends {
 		g.startLoop(b)
-	}
-	if g.kvIndex != nil {
-		g.runKVEvents(ctx, g.kvCfg)
 	}
 	g.mu.Unlock()
 	<-ctx.Done()
 	g.loops.Wait()
 	g.mu.Lock()
-	g.runCtx = nil
+	g.runCtx, g.kv = nil, kvRun{}
 	for _, b := range g.current.Load().backends {
 		b.started = false
 	}

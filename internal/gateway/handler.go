@@ -11,10 +11,11 @@ import (
 
 // ServeHTTP serves POST /v1/chat/completions and /v1/completions (routed and proxied),
 // GET /v1/models (the union of the backends' models), /health (the process is up), /ready
-// (some backend is ready and the gateway is not draining) and /metrics (Prometheus; with the
-// API key when keys are configured). When a backend fails midway through a non-streamed
-// response, ServeHTTP aborts the response with http.ErrAbortHandler so that the client sees
-// a failed response, never a truncated one.
+// (some backend is ready, the gateway is not draining and its KV index is not loading a
+// peer's snapshot), /metrics (Prometheus) and /kv/snapshot (the KV index, for peer routers),
+// the last two with the API key when keys are configured. When a backend fails midway
+// through a non-streamed response, ServeHTTP aborts the response with http.ErrAbortHandler
+// so that the client sees a failed response, never a truncated one.
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
 	case "/v1/chat/completions":
@@ -23,7 +24,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		g.serveCompletion(w, r, kindCompletion)
 	case "/v1/models":
 		g.serveModels(w, r)
-	case "/metrics":
+	case "/metrics", "/kv/snapshot":
 		if !g.current.Load().authorized(r) {
 			openai.WriteError(w, errUnauthorized)
 			return
@@ -34,13 +35,14 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// AdminHandler serves /health, /ready and /metrics with no API key, for a listener only
-// operators reach (cmd/route's admin_listen).
+// AdminHandler serves /health, /ready, /metrics and /kv/snapshot (the KV-event index, for
+// peer routers that bootstrap from it) with no API key, for a listener only operators and
+// peer routers reach (cmd/route's admin_listen).
 func (g *Gateway) AdminHandler() http.Handler { return http.HandlerFunc(g.serveAdmin) }
 
 func (g *Gateway) serveAdmin(w http.ResponseWriter, r *http.Request) {
 	switch r.URL.Path {
-	case "/health", "/ready", "/metrics":
+	case "/health", "/ready", "/metrics", "/kv/snapshot":
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			methodNotAllowed(w, "GET, HEAD")
 			return
@@ -55,6 +57,8 @@ func (g *Gateway) serveAdmin(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	case "/ready":
 		g.serveReady(w)
+	case "/kv/snapshot":
+		g.serveSnapshot(w)
 	default:
 		g.promHTTP.ServeHTTP(w, r)
 	}
@@ -74,6 +78,8 @@ func (g *Gateway) serveReady(w http.ResponseWriter) {
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "draining", "ready_backends": ready})
 	case ready == 0:
 		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "no ready backend", "ready_backends": ready})
+	case g.kvIndex.Holding(): // loading a peer's snapshot: not yet routing on the real caches
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "kv index bootstrapping", "ready_backends": ready})
 	default:
 		writeJSON(w, http.StatusOK, map[string]any{"status": "ready", "ready_backends": ready})
 	}

@@ -1,35 +1,50 @@
 package gateway
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"kvroute/internal/kvevents"
 	"kvroute/router"
 )
 
 // KVEventsConfig feeds policies that read the replicas' caches (precise-prefix) from the
-// replicas' vLLM KV events (internal/kvevents).
+// replicas' vLLM KV events (internal/kvevents). A reload applies every field but BlockSize:
+// new sources are subscribed, removed ones stopped, a removed backend's index dropped.
 type KVEventsConfig struct {
 	// Connect lists publishers to dial, one per replica: "NAME=tcp://host:5557", NAME being
 	// a backend's name or URL (vLLM's --kv-events-config endpoint "tcp://*:5557"; llm-d's
 	// pod-discovery mode). A bare "tcp://host:port" takes the backend from each message's
-	// topic, kv@<pod>@<model>, whose pod is a backend's name or its URL's host:port.
+	// topic, kv@<pod>@<model>, whose pod is a backend's name or its URL's host:port: the
+	// form that dials another router's Forward endpoint.
 	Connect []string `yaml:"connect" json:"connect"`
 	// Replay lists replay ROUTER endpoints, "NAME=tcp://host:port", used to fill sequence
-	// gaps of that backend's Connect stream (vLLM's replay_endpoint). Without one a gap marks
-	// the backend's index stale (kvroute_gateway_kv_index_stale).
+	// gaps of the stream of a Connect entry of the same NAME (vLLM's replay_endpoint).
+	// Without one a gap marks the backend's index stale (kvroute_gateway_kv_index_stale).
 	Replay []string `yaml:"replay" json:"replay"`
 	// Bind is one endpoint to listen on that every replica dials (llm-d's centralized mode,
-	// llm-d-inference-sim's --zmq-endpoint); the backend comes from each topic's pod.
+	// llm-d-inference-sim's --zmq-endpoint); the backend comes from each topic's pod. Only
+	// one process can bind it: a busy address is an error at start and at reload.
 	Bind string `yaml:"bind" json:"bind"`
+	// Forward, with Bind, is a PUB endpoint ("tcp://0.0.0.0:5600") on which this router
+	// re-publishes every message received on Bind unchanged, for other routers to dial as
+	// a bare Connect entry; this router reads it too. One router binds, any number follow.
+	Forward string `yaml:"forward" json:"forward"`
+	// BootstrapFrom lists peer routers' admin addresses ("http://router-0:9090"). At start
+	// the router holds its subscriptions' messages back, loads the first peer's GET
+	// /kv/snapshot that answers (every backend's blocks and last sequence number), then
+	// applies the messages numbered after it; /ready answers 503 meanwhile.
+	BootstrapFrom []string `yaml:"bootstrap_from" json:"bootstrap_from"`
+	// BootstrapTimeout bounds fetching one peer's snapshot (5s).
+	BootstrapTimeout time.Duration `yaml:"bootstrap_timeout" json:"bootstrap_timeout"`
 	// BlockSize is the engines' KV block size in tokens (16, vLLM's default --block-size).
 	BlockSize int `yaml:"block_size" json:"block_size"`
+	// Model is the served model name (the one clients send) that salts the block keys of a
+	// named publisher's messages whose topic names no model: vLLM's default topic is empty.
+	// Empty: such messages are keyed under an empty model name, which no request matches.
+	Model string `yaml:"model" json:"model"`
 }
 
 // Enabled reports whether any KV event source is configured.
@@ -48,7 +63,7 @@ func (c KVEventsConfig) validate(backends []backendSpec) error {
 	check := func(field string, i int, s string, named bool) {
 		name, ep, ok := cutNamed(s)
 		switch {
-		case !strings.HasPrefix(ep, "tcp://") && !strings.HasPrefix(ep, "ipc://"):
+		case !zmqEndpoint(ep):
 			errs = append(errs, fmt.Errorf("kv_events.%s[%d]: endpoint %q: want tcp://host:port", field, i, ep))
 		case named && !ok:
 			errs = append(errs, fmt.Errorf("kv_events.%s[%d]: %q: want NAME=tcp://host:port", field, i, s))
@@ -56,19 +71,48 @@ func (c KVEventsConfig) validate(backends []backendSpec) error {
 			errs = append(errs, fmt.Errorf("kv_events.%s[%d]: %q is not a backend's name or URL", field, i, name))
 		}
 	}
+	dialed := map[string]bool{}
 	for i, s := range c.Connect {
 		check("connect", i, s, false)
+		if name, _, ok := cutNamed(s); ok {
+			dialed[name] = true
+		}
 	}
 	for i, s := range c.Replay {
 		check("replay", i, s, true)
+		if name, _, ok := cutNamed(s); ok && find(name) && !dialed[name] {
+			errs = append(errs, fmt.Errorf("kv_events.replay[%d]: %q has no kv_events.connect entry %s=tcp://...: "+
+				"replay fills the gaps of a stream this router dials by name (a stream on kv_events.bind, or dialed bare, "+
+				"comes from replicas that dial in or through a forwarder; its gaps mark the backend stale)", i, name, name))
+		}
 	}
-	if c.Bind != "" && !strings.HasPrefix(c.Bind, "tcp://") && !strings.HasPrefix(c.Bind, "ipc://") {
-		errs = append(errs, fmt.Errorf("kv_events.bind %q: want tcp://host:port", c.Bind))
+	for _, f := range [][2]string{{"bind", c.Bind}, {"forward", c.Forward}} {
+		if f[1] != "" && !zmqEndpoint(f[1]) {
+			errs = append(errs, fmt.Errorf("kv_events.%s %q: want tcp://host:port", f[0], f[1]))
+		}
+	}
+	if c.Forward != "" && c.Bind == "" {
+		errs = append(errs, fmt.Errorf("kv_events.forward %q: re-publishes what kv_events.bind receives: set bind too", c.Forward))
+	}
+	if c.Forward != "" && c.Forward == c.Bind {
+		errs = append(errs, fmt.Errorf("kv_events.forward %q: want an endpoint other than bind", c.Forward))
+	}
+	for i, p := range c.BootstrapFrom {
+		if u, err := url.Parse(p); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, fmt.Errorf("kv_events.bootstrap_from[%d] %q: want a peer router's admin URL, http://host:port", i, p))
+		}
+	}
+	if len(c.BootstrapFrom) > 0 && c.BootstrapTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("kv_events.bootstrap_timeout %v: want > 0", c.BootstrapTimeout))
 	}
 	if c.Enabled() && c.BlockSize < 1 {
 		errs = append(errs, fmt.Errorf("kv_events.block_size %d: want > 0", c.BlockSize))
 	}
 	return errors.Join(errs...)
+}
+
+func zmqEndpoint(ep string) bool {
+	return strings.HasPrefix(ep, "tcp://") || strings.HasPrefix(ep, "ipc://")
 }
 
 // cutNamed splits "NAME=tcp://..." (NAME may be a URL, which holds no '=' before "tcp://").
@@ -109,10 +153,14 @@ func (k kvSink) AllBlocksCleared(ep string) {
 	}
 }
 
-// resolve maps a topic's pod, or a configured name or URL, to a backend's name: its
-// endpoint ID.
-func (g *Gateway) resolve(pod string) (string, bool) {
-	for _, b := range g.current.Load().backends {
+// resolve maps a topic's pod, or a configured name or URL, to the name (endpoint ID) of a
+// backend in force.
+func (g *Gateway) resolve(pod string) (string, bool) { return g.current.Load().resolve(pod) }
+
+// resolve maps a topic's pod, or a configured name or URL, to the name of one of st's
+// backends: by name, by URL, or by the URL's host:port (llm-d-inference-sim's POD_IP:port).
+func (st *state) resolve(pod string) (string, bool) {
+	for _, b := range st.backends {
 		if b.name == pod || b.url == pod {
 			return b.name, true
 		}
@@ -121,97 +169,4 @@ func (g *Gateway) resolve(pod string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// runKVEvents subscribes to every configured source until ctx is done.
-func (g *Gateway) runKVEvents(ctx context.Context, cfg KVEventsConfig) {
-	sub := &kvevents.Subscriber{Index: g.kvIndex, Resolve: g.resolve,
-		OnError: func(error) { g.metrics.kvErrors.Inc() }}
-	replay := map[string]string{}
-	for _, s := range cfg.Replay {
-		name, ep, _ := cutNamed(s)
-		if id, ok := g.resolve(name); ok {
-			replay[id] = ep
-		}
-	}
-	var srcs []kvevents.Source
-	for _, s := range cfg.Connect {
-		name, ep, named := cutNamed(s)
-		src := kvevents.Source{Endpoint: ep}
-		if named {
-			src.ID, _ = g.resolve(name)
-			src.Replay = replay[src.ID]
-		}
-		srcs = append(srcs, src)
-	}
-	if cfg.Bind != "" {
-		srcs = append(srcs, kvevents.Source{Endpoint: cfg.Bind, Bind: true})
-	}
-	for _, src := range srcs {
-		g.loops.Add(1)
-		go func() {
-			defer g.loops.Done()
-			if err := sub.Run(ctx, src); err != nil {
-				g.metrics.kvErrors.Inc()
-				if g.opts.OnKVError != nil {
-					g.opts.OnKVError(err)
-				}
-			}
-		}()
-	}
-}
-
-// registerKVMetrics exports the index's counters and each backend's staleness.
-func (g *Gateway) registerKVMetrics(reg prometheus.Registerer) error {
-	stat := func(name, help string, f func(kvevents.Stats) uint64) prometheus.Collector {
-		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "kvroute_gateway_kv_" + name, Help: help},
-			func() float64 { return float64(f(g.kvIndex.Stats())) })
-	}
-	cs := []prometheus.Collector{
-		stat("events_total", "KV events applied to the index.", func(s kvevents.Stats) uint64 { return s.Events }),
-		stat("batches_dropped_total", "KV event messages dropped whole: undecodable, over a limit, or malformed frames.", func(s kvevents.Stats) uint64 { return s.Dropped }),
-		stat("events_unknown_total", "KV events of unknown types, skipped.", func(s kvevents.Stats) uint64 { return s.Unknown }),
-		stat("events_skipped_total", "KV events the index cannot use: another block size, an unseen parent, an offload tier, an unknown pod.", func(s kvevents.Stats) uint64 { return s.Skipped }),
-		stat("gaps_total", "Sequence gaps in a replica's event stream.", func(s kvevents.Stats) uint64 { return s.Gaps }),
-		stat("replayed_total", "Batches recovered from a replica's replay endpoint.", func(s kvevents.Stats) uint64 { return s.Replayed }),
-		stat("restarts_total", "Replica restarts seen (sequence numbers going back); the replica's index starts clean.", func(s kvevents.Stats) uint64 { return s.Restarts }),
-		staleCollector{g},
-		g.metrics.kvErrors,
-	}
-	for _, c := range cs {
-		if err := reg.Register(c); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// staleCollector exports kvroute_gateway_kv_index_stale{backend}: 1 while a backend's index
-// has missed events it could not replay, until the backend restarts or clears its cache.
-type staleCollector struct{ g *Gateway }
-
-var (
-	staleDesc = prometheus.NewDesc("kvroute_gateway_kv_index_stale",
-		"1 when the backend's cache index missed KV events it could not replay (until it restarts or clears its cache), else 0.",
-		[]string{"backend"}, nil)
-	blocksDesc = prometheus.NewDesc("kvroute_gateway_kv_index_blocks",
-		"Blocks the cache index holds for the backend: what its KV events say its GPU prefix cache holds.",
-		[]string{"backend"}, nil)
-)
-
-func (c staleCollector) Describe(ch chan<- *prometheus.Desc) { ch <- staleDesc; ch <- blocksDesc }
-
-func (c staleCollector) Collect(ch chan<- prometheus.Metric) {
-	stale := map[string]bool{}
-	for _, id := range c.g.kvIndex.Stale() {
-		stale[id] = true
-	}
-	for _, b := range c.g.current.Load().backends {
-		v := 0.0
-		if stale[b.name] {
-			v = 1
-		}
-		ch <- prometheus.MustNewConstMetric(staleDesc, prometheus.GaugeValue, v, b.name)
-		ch <- prometheus.MustNewConstMetric(blocksDesc, prometheus.GaugeValue, float64(c.g.kvIndex.Keys(b.name)), b.name)
-	}
 }

@@ -26,6 +26,22 @@ func TestKVEventsAndTokenizeConfig(t *testing.T) {
 		{"replay without a name", func(c *Config) { c.KVEvents.Replay = []string{"tcp://x:1"} }, `kv_events.replay[0]: "tcp://x:1": want NAME=tcp://host:port`},
 		{"bad bind", func(c *Config) { c.KVEvents.Bind = ":5557" }, `kv_events.bind ":5557": want tcp://host:port`},
 		{"block size", func(c *Config) { c.KVEvents.Bind, c.KVEvents.BlockSize = "tcp://127.0.0.1:1", 0 }, "kv_events.block_size 0: want > 0"},
+		{"replay with bind", func(c *Config) {
+			c.KVEvents.Bind, c.KVEvents.Replay = "tcp://127.0.0.1:5557", []string{"a=tcp://10.0.0.1:5558"}
+		}, `kv_events.replay[0]: "a" has no kv_events.connect entry a=tcp://...`},
+		{"replay of a bare stream", func(c *Config) {
+			c.KVEvents.Connect, c.KVEvents.Replay = []string{"tcp://10.0.0.1:5557"}, []string{"a=tcp://10.0.0.1:5558"}
+		}, `kv_events.replay[0]: "a" has no kv_events.connect entry`},
+		{"bind and forward", func(c *Config) { c.KVEvents.Bind, c.KVEvents.Forward = "tcp://*:5557", "tcp://*:5600" }, ""},
+		{"forward without bind", func(c *Config) { c.KVEvents.Forward = "tcp://*:5600" }, "kv_events.forward \"tcp://*:5600\": re-publishes what kv_events.bind receives"},
+		{"forward on bind", func(c *Config) { c.KVEvents.Bind, c.KVEvents.Forward = "tcp://*:5557", "tcp://*:5557" }, "want an endpoint other than bind"},
+		{"bootstrap", func(c *Config) {
+			c.KVEvents.Bind, c.KVEvents.BootstrapFrom = "tcp://*:5557", []string{"http://router-0:9090"}
+		}, ""},
+		{"bootstrap not a URL", func(c *Config) { c.KVEvents.BootstrapFrom = []string{"router-0:9090"} }, `kv_events.bootstrap_from[0] "router-0:9090": want`},
+		{"bootstrap timeout", func(c *Config) {
+			c.KVEvents.BootstrapFrom, c.KVEvents.BootstrapTimeout = []string{"http://r:1"}, 0
+		}, "kv_events.bootstrap_timeout 0s: want > 0"},
 		{"tokenize", func(c *Config) { c.Tokenize = TokenizeConfig{Remote: true, CacheEntries: -1} }, "tokenize.cache_entries -1: want >= 0\ntokenize.timeout 0s: want > 0"},
 	}
 	for _, tc := range cases {

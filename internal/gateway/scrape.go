@@ -163,6 +163,7 @@ func (g *Gateway) tellLifecycle(b *backend, was bool) {
 	switch {
 	case was && !b.ready:
 		g.lc.Eject(b.name)
+		g.kvEjected(b)
 	case !was && b.ready:
 		g.lc.Readmit(b.name)
 	}

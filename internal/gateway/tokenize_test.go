@@ -100,9 +100,9 @@ func tokenizeResults(t *testing.T, h *harness) map[string]uint64 {
 }
 
 // gaugeValue is the value of the gauge name whose label has value.
-func gaugeValue(t *testing.T, h *harness, name, label, value string) float64 {
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
 	t.Helper()
-	mfs, err := h.reg.Gather()
+	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +249,7 @@ func TestHungTokenizer(t *testing.T) {
 					break
 				}
 			}
-			if up := gaugeValue(t, h, "kvroute_gateway_tokenizer_up", "backend", "hung"); up != 0 {
+			if up := gaugeValue(t, h.reg, "kvroute_gateway_tokenizer_up", "backend", "hung"); up != 0 {
 				t.Errorf("tokenizer_up{backend=hung} = %v, want 0", up)
 			}
 			if n := counterValue(t, h, "kvroute_gateway_tokenize_failures_total", "reason", "timeout"); n != 1 {

@@ -30,4 +30,11 @@
 // an ID owns its events whatever their topic says, and a topic counts only when Resolve
 // maps it to a configured replica. docs/kv-events.md ("Threat model") says which topology
 // to run.
+//
+// Several routers share the replicas' events. A Forwarder binds the one endpoint replicas
+// that dial can reach and re-publishes their messages unchanged for any number of routers. A
+// router that starts late loads a peer's Snapshot (Index.Load, the messages held back by
+// Index.Hold meanwhile) or asks the replicas' replay buffers for their history; one that
+// ejected a replica keeps its index until the replica's next message says whether it
+// restarted (Index.Suspend).
 package kvevents

@@ -124,6 +124,7 @@ type Index struct {
 	mu    sync.Mutex
 	eps   map[string]*endpoint
 	stats Stats
+	boot  boot // start-up and re-admission state (boot.go)
 }
 
 type endpoint struct {
@@ -168,6 +169,9 @@ func (x *Index) Handle(id, model string, seq uint64, payload []byte, fill Filler
 	if err != nil {
 		x.countDrop(dropUndecodable)
 		return err
+	}
+	if x.admit(id, model, seq, fill) {
+		return nil
 	}
 	x.mu.Lock()
 	e := x.ep(id)

@@ -120,7 +120,8 @@ func TestIndexSequence(t *testing.T) {
 		{"gap without replay", []uint64{0, 3}, nil, 1, true, "1 0 0"},
 		{"replay fails", []uint64{0, 3}, broken, 1, true, "1 0 0"},
 		{"restart starts clean", []uint64{0, 1, 0}, nil, 1, false, "0 0 1"},
-		{"a first message need not be 0", []uint64{3}, nil, 1, false, "0 0 0"},
+		{"a late first message: the history is missed", []uint64{3}, nil, 1, true, "0 0 0"},
+		{"llm-d-inference-sim numbers from 1", []uint64{1}, nil, 0, false, "0 0 0"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -163,20 +164,21 @@ func TestIndexUndecodableChangesNothing(t *testing.T) {
 		name string
 		seq  uint64
 	}{
-		{"older sequence number", 1},
-		{"same sequence number", 5},
-		{"later sequence number, a gap", 9},
+		{"older sequence number", 0},
+		{"same sequence number", 1},
+		{"later sequence number, a gap", 5},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := newRecorder()
 			x := NewIndex(DefaultIndexConfig(), DefaultLimits(), rec)
-			if err := x.Handle("p", "m", 5, payload(stored([]uint64{1, 2}, nil, toks)), nil); err != nil {
+			// Numbered 1, the stream's start: a later first number would mark the replica stale.
+			if err := x.Handle("p", "m", 1, payload(stored([]uint64{1, 2}, nil, toks)), nil); err != nil {
 				t.Fatal(err)
 			}
 			if err := x.Handle("p", "m", tc.seq, garbage, nil); err == nil {
 				t.Fatal("garbage decoded")
 			}
-			if err := x.Handle("p", "m", 6, payload(Event{Kind: BlockRemoved, Hashes: []uint64{2}}), nil); err != nil {
+			if err := x.Handle("p", "m", 2, payload(Event{Kind: BlockRemoved, Hashes: []uint64{2}}), nil); err != nil {
 				t.Fatalf("the next message after the garbage: %v", err)
 			}
 			st := x.Stats()
