@@ -63,7 +63,6 @@ func TestLateRouterBootstrapsFromAPeer(t *testing.T) {
 	}
 }
 
-
 // While it loads a peer's snapshot the router is not ready: /ready answers 503 until the
 // bootstrap ends, loaded or not, and the router serves no snapshot of its own meanwhile.
 func TestReadyWaitsForTheBootstrap(t *testing.T) {

@@ -80,7 +80,10 @@ var (
 		[]string{"reason"}, nil)
 )
 
-func (c kvReasonCollector) Describe(ch chan<- *prometheus.Desc) { ch <- kvDroppedDesc; ch <- kvClosedDesc }
+func (c kvReasonCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- kvDroppedDesc
+	ch <- kvClosedDesc
+}
 
 func (c kvReasonCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.g.kvIndex.Stats()
