@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"math"
 	"net/http"
 	"strings"
 	"time"
@@ -97,32 +99,13 @@ func (g *Gateway) bootstrap(ctx context.Context, cfg KVEventsConfig, dialed []ch
 func (g *Gateway) fetchSnapshot(ctx context.Context, peer string, timeout time.Duration) (kvevents.Snapshot, error) {
 	var snap kvevents.Snapshot
 	lim := kvevents.DefaultSnapshotLimits()
-	err := g.getBody(ctx, strings.TrimSuffix(peer, "/")+"/kv/snapshot", timeout, func(resp *http.Response) error {
+	// ReadSnapshot bounds what it accepts by lim.
+	err := g.get(ctx, strings.TrimSuffix(peer, "/")+"/kv/snapshot", timeout, math.MaxInt64, func(r io.Reader) error {
 		var err error
-		snap, err = kvevents.ReadSnapshot(resp.Body, lim)
+		snap, err = kvevents.ReadSnapshot(r, lim)
 		return err
 	})
 	return snap, err
-}
-
-// getBody is GET url within timeout, handing a 200 response to read; any other status is an
-// error. The body is not size-bounded here: read bounds what it accepts.
-func (g *Gateway) getBody(ctx context.Context, url string, timeout time.Duration, read func(*http.Response) error) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := g.scraper.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("status %d", resp.StatusCode)
-	}
-	return read(resp)
 }
 
 // mapSnapshot renames a peer's replicas to this router's backend names, by URL first (the

@@ -77,8 +77,9 @@ func (g *Gateway) nextProbe(b *backend) time.Duration {
 	return min(d, hc.MaxBackoff)
 }
 
-// get fetches url with a timeout and returns the body of a 200 response, or an error.
-func (g *Gateway) get(ctx context.Context, url string, timeout time.Duration, read func(io.Reader) error) error {
+// get fetches url within timeout and hands read the body of a 200 response, at most limit
+// bytes of it; any other status is an error naming url.
+func (g *Gateway) get(ctx context.Context, url string, timeout time.Duration, limit int64, read func(io.Reader) error) error {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -94,12 +95,12 @@ func (g *Gateway) get(ctx context.Context, url string, timeout time.Duration, re
 		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxScrapeBytes))
 		return fmt.Errorf("gateway: GET %s: status %d", url, resp.StatusCode)
 	}
-	return read(io.LimitReader(resp.Body, maxScrapeBytes))
+	return read(io.LimitReader(resp.Body, limit))
 }
 
 func (g *Gateway) scrape(ctx context.Context, url string, timeout time.Duration) (vllm.Metrics, error) {
 	var m vllm.Metrics
-	err := g.get(ctx, url, timeout, func(r io.Reader) (err error) {
+	err := g.get(ctx, url, timeout, maxScrapeBytes, func(r io.Reader) (err error) {
 		m, err = vllm.Parse(r)
 		return err
 	})
@@ -184,7 +185,7 @@ func (g *Gateway) healthChanged(b *backend, ready bool, err error) {
 // without the endpoint keeps an unknown list, which admits any model).
 func (g *Gateway) refreshModels(ctx context.Context, b *backend, timeout time.Duration) {
 	var models []openai.Model
-	err := g.get(ctx, b.modelsURL, timeout, func(r io.Reader) error {
+	err := g.get(ctx, b.modelsURL, timeout, maxScrapeBytes, func(r io.Reader) error {
 		body, err := io.ReadAll(r)
 		if err != nil {
 			return err
