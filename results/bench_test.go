@@ -1,11 +1,16 @@
-package results
+package results_test
 
-import "testing"
+import (
+	"testing"
+
+	"kvroute/results"
+	"kvroute/results/resultstest"
+)
 
 // BenchmarkAggregatorAdd folds one terminal record: the per-request cost of every run.
 func BenchmarkAggregatorAdd(b *testing.B) {
-	recs := fixtureRecords(fixtureSpecs[0], 1, 1024)
-	a := NewAggregator()
+	recs := resultstest.Records(0, 1, 1024)
+	a := results.NewAggregator()
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; b.Loop(); i++ {

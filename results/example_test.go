@@ -2,7 +2,6 @@ package results_test
 
 import (
 	"fmt"
-	"os"
 	"time"
 
 	"kvroute/results"
@@ -27,26 +26,8 @@ func ExampleCollector() {
 	fmt.Printf("completed %d of %d in %.1f s\n", m.Completed, m.Requests, m.DurationS)
 	fmt.Printf("TTFT mean %.0f ms, TPOT mean %.0f ms, hit rate %.2f\n", m.TTFT.Mean, m.TPOT.Mean, m.HitRate)
 	fmt.Printf("goodput %d of %d (%.1f req/s), decisions %v\n", m.Goodput.Good, m.Requests, m.Goodput.RPS, m.Reasons)
-	if err := results.WriteTable(os.Stdout, []results.Run{run}); err != nil {
-		fmt.Println(err)
-	}
 	// Output:
 	// completed 2 of 2 in 2.0 s
 	// TTFT mean 210 ms, TPOT mean 20 ms, hit rate 0.25
 	// goodput 1 of 2 (0.5 req/s), decisions map[least-load:1 prefix:1]
-	// ┌──────────────────┬─────────────┬──────┬──────┬───────┬───────────┬──────────┬──────────┬──────────┬─────────┬─────────┬───────┬───────┬─────────┬────────────┐
-	// │       run        │   policy    │ load │ done │ req/s │ out tok/s │ ttft p50 │ ttft p99 │ tpot p50 │ itl p99 │ e2e p99 │  hit  │ jain  │ preempt │  goodput   │
-	// ├──────────────────┼─────────────┼──────┼──────┼───────┼───────────┼──────────┼──────────┼──────────┼─────────┼─────────┼───────┼───────┼─────────┼────────────┤
-	// │ demo/prefix-hash │ prefix-hash │    2 │  2/2 │  1.00 │      56.0 │    120.2 │    300.0 │    20.00 │   20.00 │  1500.0 │ 0.250 │ 1.000 │       0 │ 0.50/s 50% │
-	// └──────────────────┴─────────────┴──────┴──────┴───────┴───────────┴──────────┴──────────┴──────────┴─────────┴─────────┴───────┴───────┴─────────┴────────────┘
-}
-
-// Two policies ran on the same five workload seeds; the second's p99 TTFT is compared with
-// the first's by the paired t-test on log ratios.
-func ExamplePairedT() {
-	best := []float64{410, 520, 380, 450, 470}
-	other := []float64{1290, 1500, 1100, 1400, 1350}
-	ratio, p := results.PairedT(other, best, true)
-	fmt.Printf("%.2f× [%.2f, %.2f], p = %.1g, significant: %v\n", ratio.Mean, ratio.Lo, ratio.Hi, p, ratio.Excludes(1))
-	// Output: 2.98× [2.82, 3.15], p = 7e-07, significant: true
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 )
 
 // Run is one simulated or live run: what summary.json holds for it, plus the series its plots
@@ -110,6 +109,12 @@ func (s *Series) JainAt(i int) (float64, bool) {
 	return Jain(x), true
 }
 
+// Tokens returns the prompt plus output tokens served to tenant in bucket i (0 past the
+// tenant's last bucket).
+func (s *Series) Tokens(tenant string, i int) int64 {
+	return at(s.PromptTokens[tenant], i) + at(s.OutputTokens[tenant], i)
+}
+
 func at(v []int64, i int) int64 {
 	if i < len(v) {
 		return v[i]
@@ -120,27 +125,9 @@ func at(v []int64, i int) int64 {
 // RepName is the name of replication rep (1-based) of the run called base.
 func RepName(base string, rep int) string { return base + "#" + strconv.Itoa(rep) }
 
-// baseName is the run's name without its replication suffix.
-func (r *Run) baseName() string {
-	if r.Replication > 0 {
-		return strings.TrimSuffix(r.Name, "#"+strconv.Itoa(r.Replication))
-	}
-	return r.Name
-}
-
-// group returns the run's scenario group name.
-func (r *Run) group() string {
-	if r.Group == "" {
-		return "all"
-	}
-	return r.Group
-}
-
-// loadKey formats a load level for grouping and display: four significant digits.
-func loadKey(rate float64) string { return strconv.FormatFloat(rate, 'g', 4, 64) }
-
-// validateRuns checks what the writers rely on: names present and unique.
-func validateRuns(runs []Run) error {
+// ValidateRuns checks what the writers and readers of results directories rely on: run
+// names present and unique.
+func ValidateRuns(runs []Run) error {
 	seen := map[string]bool{}
 	for i := range runs {
 		n := runs[i].Name

@@ -26,9 +26,9 @@ const (
 
 type summaryFile struct {
 	Runs []Run `json:"runs"`
-	// Policies holds each policy's metrics over its replications, per group and load level:
-	// derived from Runs, written for readers and ignored by ReadSummary.
-	Policies []PolicySummary `json:"policies,omitempty"`
+	// Policies holds each policy's metrics over its replications, per group and load level
+	// (package report writes them): derived from Runs and ignored by ReadSummary.
+	Policies json.RawMessage `json:"policies,omitempty"`
 }
 
 type seriesRun struct {
@@ -40,27 +40,8 @@ type seriesFile struct {
 	Runs []seriesRun `json:"runs"`
 }
 
-// WriteSummaryJSON writes runs as summary.json: {"runs": [{"name", "policy", "scenario",
-// "metrics", ...}], "policies": [{"group", "request_rate", "policy", "runs", "metrics":
-// {"ttft_ms_p99": {"mean", "ci_lo", "ci_hi", "n"}, ...}}]}, indented, with map keys sorted.
-func WriteSummaryJSON(w io.Writer, runs []Run) error {
-	out := summaryFile{Runs: make([]Run, len(runs)), Policies: policySummaries(planRuns(runs))}
-	for i, r := range runs {
-		if r.Scenario == nil {
-			r.Scenario = map[string]any{}
-		}
-		out.Runs[i] = r
-	}
-	b, err := json.MarshalIndent(out, "", "  ")
-	if err != nil {
-		return fmt.Errorf("results: encoding summary: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
-}
-
-// writeSeriesJSON writes the runs' series as one JSON document with one run per line.
-func writeSeriesJSON(w io.Writer, runs []Run) error {
+// WriteSeriesJSON writes the runs' series as one JSON document with one run per line.
+func WriteSeriesJSON(w io.Writer, runs []Run) error {
 	var buf bytes.Buffer
 	buf.WriteString("{\"runs\": [\n")
 	for i, r := range runs {
@@ -99,7 +80,7 @@ func ReadSummary(path string) ([]Run, error) {
 	if sf.Runs == nil {
 		return nil, fmt.Errorf("results: %s: no \"runs\" array", path)
 	}
-	if err := validateRuns(sf.Runs); err != nil {
+	if err := ValidateRuns(sf.Runs); err != nil {
 		return nil, fmt.Errorf("results: %s: %w", path, err)
 	}
 	spath := filepath.Join(filepath.Dir(path), SeriesFile)

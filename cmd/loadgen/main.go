@@ -34,6 +34,7 @@ import (
 	"time"
 
 	"kvroute/results"
+	"kvroute/results/report"
 )
 
 func main() {
@@ -129,7 +130,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			log.Error("writing results", "dir", o.out, "err", werr)
 			return 1
 		}
-		if terr := results.WriteTable(stdout, runs); terr != nil {
+		if terr := report.WriteTable(stdout, runs); terr != nil {
 			log.Error("printing the table", "err", terr)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"kvroute/internal/openai"
 	"kvroute/internal/sweep"
 	"kvroute/results"
+	"kvroute/results/report"
 	"kvroute/workloads"
 )
 
@@ -274,5 +275,5 @@ func writeResults(o options, runs []results.Run, points []Point) error {
 	if err != nil {
 		return err
 	}
-	return results.WriteDir(o.out, runs, cfg)
+	return report.WriteDir(o.out, runs, cfg)
 }

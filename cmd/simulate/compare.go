@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"kvroute/results"
+	"kvroute/results/report"
 )
 
 // isCompare reports whether args ask for a comparison: a -compare flag anywhere, or the
@@ -61,7 +62,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "simulate compare:", err)
 		return 2
 	}
-	c, err := results.Compare(sim, live, results.DefaultCompareConfig())
+	c, err := report.Compare(sim, live, report.DefaultCompareConfig())
 	if err != nil {
 		fmt.Fprintln(stderr, "simulate compare:", err)
 		return 1
@@ -76,7 +77,7 @@ func runCompare(args []string, stdout, stderr io.Writer) int {
 	if len(c.UnmatchedSim)+len(c.UnmatchedLive) > 0 {
 		fmt.Fprintf(stderr, "simulate compare: unmatched runs: simulated %v, live %v\n", c.UnmatchedSim, c.UnmatchedLive)
 	}
-	fmt.Fprintf(stderr, "simulate compare: %d pairs, report in %s\n", len(c.Pairs), filepath.Join(*out, results.CompareFile))
+	fmt.Fprintf(stderr, "simulate compare: %d pairs, report in %s\n", len(c.Pairs), filepath.Join(*out, report.CompareFile))
 	for i := range c.Pairs {
 		if !c.Pairs[i].Within() {
 			return 1

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"kvroute/results"
+	"kvroute/results/report"
 )
 
 const tinySweep = `name: tiny
@@ -42,7 +43,7 @@ func compareDirsFixture(t *testing.T) (simDir, liveDir string) {
 	if err := os.MkdirAll(liveDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := results.WriteDir(liveDir, runs, nil); err != nil {
+	if err := report.WriteDir(liveDir, runs, nil); err != nil {
 		t.Fatal(err)
 	}
 	return simDir, liveDir
@@ -80,7 +81,7 @@ func TestCompareCommand(t *testing.T) {
 			if tc.wantCode == 2 {
 				return
 			}
-			md, err := os.ReadFile(filepath.Join(out, results.CompareFile))
+			md, err := os.ReadFile(filepath.Join(out, report.CompareFile))
 			if err != nil {
 				t.Fatal(err)
 			}

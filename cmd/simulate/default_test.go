@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"kvroute/results"
+	"kvroute/results/stats"
 )
 
 // TestDefaultShowsTheChoice runs the default sweep's highest load with a cache-aware and a
@@ -43,7 +44,7 @@ func TestDefaultShowsTheChoice(t *testing.T) {
 	for _, r := range sum.Runs {
 		p99[r.Policy] = append(p99[r.Policy], r.Metrics.TTFT.P99) // runs are in replication order
 	}
-	iv, p := results.PairedT(p99["random"], p99["prefix-cache"], true)
+	iv, p := stats.PairedT(p99["random"], p99["prefix-cache"], true)
 	t.Logf("random / prefix-cache p99 TTFT: %.2f× [%.2f, %.2f], p = %.2g (%v vs %v ms)", iv.Mean, iv.Lo, iv.Hi, p, p99["random"], p99["prefix-cache"])
 	if iv.N != 3 || iv.Lo < 2 || p >= 0.05 {
 		t.Errorf("at the default's highest load random's p99 TTFT is %.2f× [%.2f, %.2f] prefix-cache's (p = %.2g): want ≥ 2×, significantly",

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"kvroute/results"
+	"kvroute/results/report"
 	"kvroute/sweeprun"
 )
 
@@ -110,10 +110,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	done := completed(runs)
-	if err := results.WriteTable(stdout, done); err != nil {
+	if err := report.WriteTable(stdout, done); err != nil {
 		log.Error("printing the table", "err", err)
 	}
-	if err := results.WriteStageTable(stdout, done); err != nil {
+	if err := report.WriteStageTable(stdout, done); err != nil {
 		log.Error("printing the stage table", "err", err)
 	}
 	log.Info("sweep finished", "runs", len(done), "of", len(runs), "dir", o.out, "wall", time.Since(start).Round(time.Millisecond))

@@ -16,6 +16,7 @@ import (
 
 	"kvroute/gpumodel"
 	"kvroute/results"
+	"kvroute/results/report"
 	"kvroute/router"
 	"kvroute/sweeprun"
 	"kvroute/workloads"
@@ -97,7 +98,7 @@ func writeResults(dir string, runs []results.Run, points []sweeprun.Point) error
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	if err := results.WriteDir(dir, completed(runs), cfg); err != nil {
+	if err := report.WriteDir(dir, completed(runs), cfg); err != nil {
 		return err
 	}
 	return joinParts(dir, runs)

@@ -15,29 +15,32 @@ const module = "kvroute"
 // exact import paths, or prefixes ending in "/..." meaning the path and everything below it.
 // A package missing from the table fails the test, so a new package needs a row (and a reason).
 var allowed = map[string][]string{
-	"router":             {"kvroute/router/..."},
-	"router/prefix":      {"github.com/cespare/xxhash/v2", "kvroute/blockhash"}, // blockhash: the engine's block key, for KV-event routing
-	"blockhash":          {"github.com/zeebo/xxh3"},                             // the KV block key, one definition for engine and routers
-	"router/tokenize":    {"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader"},
-	"router/routertest":  {"kvroute/router/...", "github.com/google/go-cmp/..."},
-	"gpumodel":           {},
-	"workloads":          {"go.yaml.in/yaml/v3", "kvroute/internal/spares"},
-	"sim":                {},
-	"sim/engine":         {"kvroute/sim", "kvroute/gpumodel", "kvroute/blockhash", "kvroute/internal/hugepage"}, // blockhash: routers compute the same block keys
-	"sim/cluster":        {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "kvroute/internal/spares"},
-	"results":            {"gonum.org/v1/gonum/...", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/...", "github.com/yuin/goldmark/..."},
-	"internal/openai":    {"github.com/go-json-experiment/json/..."},
-	"internal/vllm":      {"github.com/prometheus/common/...", "github.com/prometheus/client_model/..."},
-	"internal/gateway":   {"kvroute/router/...", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "github.com/prometheus/client_golang/...", "github.com/cespare/xxhash/v2", "github.com/hashicorp/golang-lru/v2/..."},
-	"internal/emulate":   {"kvroute/sim/...", "kvroute/gpumodel", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "kvroute/workloads"},
-	"internal/kvevents":  {"kvroute/router/prefix", "github.com/go-zeromq/zmq4/...", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
-	"internal/loadgen":   {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
-	"internal/archtest":  {},
-	"internal/spares":    {},                        // the bounded free list of ended objects that workloads and sim/cluster reuse
-	"internal/hugepage":  {"golang.org/x/sys/unix"}, // huge-page advice for the engine's block-pool tables
-	"internal/benchload": {"kvroute/router/routertest"},
-	"internal/e2e":       {},
-	"internal/calibrate": {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
+	"router":              {"kvroute/router/..."},
+	"router/prefix":       {"github.com/cespare/xxhash/v2", "kvroute/blockhash"}, // blockhash: the engine's block key, for KV-event routing
+	"blockhash":           {"github.com/zeebo/xxh3"},                             // the KV block key, one definition for engine and routers
+	"router/tokenize":     {"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader"},
+	"router/routertest":   {"kvroute/router/...", "github.com/google/go-cmp/..."},
+	"gpumodel":            {},
+	"workloads":           {"go.yaml.in/yaml/v3", "kvroute/internal/spares"},
+	"sim":                 {},
+	"sim/engine":          {"kvroute/sim", "kvroute/gpumodel", "kvroute/blockhash", "kvroute/internal/hugepage"}, // blockhash: routers compute the same block keys
+	"sim/cluster":         {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "kvroute/internal/spares"},
+	"results":             {}, // records, metrics and summary I/O: what the simulator and loadgen link
+	"results/stats":       {"gonum.org/v1/gonum/..."},
+	"results/report":      {"kvroute/results", "kvroute/results/stats", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/...", "github.com/yuin/goldmark/..."},
+	"results/resultstest": {"kvroute/results"},
+	"internal/openai":     {"github.com/go-json-experiment/json/..."},
+	"internal/vllm":       {"github.com/prometheus/common/...", "github.com/prometheus/client_model/..."},
+	"internal/gateway":    {"kvroute/router/...", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "github.com/prometheus/client_golang/...", "github.com/cespare/xxhash/v2", "github.com/hashicorp/golang-lru/v2/..."},
+	"internal/emulate":    {"kvroute/sim/...", "kvroute/gpumodel", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "kvroute/workloads"},
+	"internal/kvevents":   {"kvroute/router/prefix", "github.com/go-zeromq/zmq4/...", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
+	"internal/loadgen":    {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
+	"internal/archtest":   {},
+	"internal/spares":     {},                        // the bounded free list of ended objects that workloads and sim/cluster reuse
+	"internal/hugepage":   {"golang.org/x/sys/unix"}, // huge-page advice for the engine's block-pool tables
+	"internal/benchload":  {"kvroute/router/routertest"},
+	"internal/e2e":        {},
+	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
 	// internal/sweep: gpumodel and sim/engine because it resolves fleet sections into engine
 	// configurations, the one resolver cmd/simulate, cmd/emulate and cmd/route share.
 	"internal/sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router/tokenize", "go.yaml.in/yaml/v3"},
@@ -165,6 +168,26 @@ func TestRouterNeverReachesHTTP(t *testing.T) {
 	for _, bad := range []string{"net/http", "log", "log/slog", "os/exec"} {
 		if via, ok := seen[bad]; ok {
 			t.Errorf("router reaches %s (imported by %s)", bad, via)
+		}
+	}
+}
+
+// reportLibraries are the plotting, HTML and table libraries only results/report may link.
+var reportLibraries = []string{"gonum.org/v1/plot/...", "github.com/yuin/goldmark/...", "github.com/olekukonko/tablewriter/..."}
+
+// TestRecordsLinkNoReportLibraries checks that the packages which produce records (the
+// simulator, the load generator, the sweep runner) link neither results/report nor the
+// libraries behind it, directly or transitively.
+func TestRecordsLinkNoReportLibraries(t *testing.T) {
+	for _, rel := range []string{"results", "results/stats", "sim/cluster", "internal/loadgen", "internal/calibrate", "sweeprun"} {
+		out, err := exec.Command("go", "list", "-e", "-deps", module+"/"+rel).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", rel, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			if dep == module+"/results/report" || matches(dep, reportLibraries) {
+				t.Errorf("%s links %s: only results/report may link plotting, HTML and table libraries", rel, dep)
+			}
 		}
 	}
 }

@@ -1,8 +1,10 @@
-package results
+package report
 
 import (
 	"fmt"
 	"strings"
+
+	"kvroute/results"
 )
 
 // Thresholds of the warnings a report raises about a run.
@@ -17,7 +19,7 @@ const (
 )
 
 // runFlags returns what is wrong with one run, as phrases that follow its policy's name.
-func runFlags(r *Run) []string {
+func runFlags(r *results.Run) []string {
 	var out []string
 	m := &r.Metrics
 	if s := imbalance(r); s != "" {
@@ -35,7 +37,7 @@ func runFlags(r *Run) []string {
 // imbalance describes a run whose busiest replica got more than ImbalanceShare times its
 // fair share, or returns "". The fleet size comes from the scenario's fleet.replicas (the
 // endpoints that got requests when it is absent).
-func imbalance(r *Run) string {
+func imbalance(r *results.Run) string {
 	total, top := 0, 0
 	for _, c := range r.Metrics.Endpoints {
 		total, top = total+c, max(top, c)

@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"kvroute/results"
 )
 
 // WriteDir writes a results directory for runs: summary.json, series.json, summary.csv,
@@ -14,8 +16,8 @@ import (
 // is nil). requests.csv is streamed separately (NewRequestsCSV). Run names must be
 // present and unique. The same runs and configuration give byte-identical files; files from
 // an earlier write that this one does not produce are left in place.
-func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
-	if err := validateRuns(runs); err != nil {
+func WriteDir(dir string, runs []results.Run, cfgYAML []byte) error {
+	if err := results.ValidateRuns(runs); err != nil {
 		return err
 	}
 	plan := planRuns(runs)
@@ -32,14 +34,14 @@ func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
 		return err
 	}
 	files := []dirFile{
-		{SummaryJSONFile, func(w io.Writer) error { return WriteSummaryJSON(w, runs) }},
-		{SeriesFile, func(w io.Writer) error { return writeSeriesJSON(w, runs) }},
-		{SummaryCSVFile, func(w io.Writer) error { return WriteSummaryCSV(w, runs) }},
-		{ReportFile, func(w io.Writer) error { _, err := w.Write(report); return err }},
+		{results.SummaryJSONFile, func(w io.Writer) error { return WriteSummaryJSON(w, runs) }},
+		{results.SeriesFile, func(w io.Writer) error { return results.WriteSeriesJSON(w, runs) }},
+		{results.SummaryCSVFile, func(w io.Writer) error { return WriteSummaryCSV(w, runs) }},
+		{results.ReportFile, func(w io.Writer) error { _, err := w.Write(report); return err }},
 		{HTMLReportFile, func(w io.Writer) error { _, err := w.Write(page); return err }},
 	}
 	if cfgYAML != nil {
-		files = append(files, dirFile{ConfigFile, func(w io.Writer) error { _, err := w.Write(cfgYAML); return err }})
+		files = append(files, dirFile{results.ConfigFile, func(w io.Writer) error { _, err := w.Write(cfgYAML); return err }})
 	}
 	for _, f := range files {
 		var buf bytes.Buffer
@@ -61,7 +63,7 @@ func WriteDir(dir string, runs []Run, cfgYAML []byte) error {
 		}
 	}
 	if len(figs) > 0 { // the headline figure beside summary.json, where scripts look for one
-		if err := writeFile(dir, HeadlinePlotFile, figs[0].png); err != nil {
+		if err := writeFile(dir, results.HeadlinePlotFile, figs[0].png); err != nil {
 			return err
 		}
 	}

@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"cmp"
@@ -7,6 +7,8 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+
+	"kvroute/results"
 )
 
 // maxTenantLines is how many tenants get their own line; the rest are summed as "other".
@@ -85,7 +87,7 @@ func tenantName(ts []string) string {
 
 // topTenants splits s's tenants into the maxTenantLines most served (by total service, ties
 // by name) in name order, and the rest.
-func topTenants(s *Series) (top, rest []string) {
+func topTenants(s *results.Series) (top, rest []string) {
 	all := s.Tenants()
 	if len(all) <= maxTenantLines {
 		return all, nil
@@ -106,12 +108,12 @@ func topTenants(s *Series) (top, rest []string) {
 
 // tokenRate returns the tokens per second served to tenants in each of n buckets, at the
 // buckets' midpoints.
-func tokenRate(s *Series, tenants []string, n int) plotter.XYs {
+func tokenRate(s *results.Series, tenants []string, n int) plotter.XYs {
 	xys := make(plotter.XYs, n)
 	for i := range n {
 		var tok int64
 		for _, t := range tenants {
-			tok += at(s.PromptTokens[t], i) + at(s.OutputTokens[t], i)
+			tok += s.Tokens(t, i)
 		}
 		xys[i] = plotter.XY{X: (float64(i) + 0.5) * s.BucketS, Y: float64(tok) / s.BucketS}
 	}

@@ -1,9 +1,11 @@
-package results
+package report
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
+
+	"kvroute/results"
 )
 
 // Report sections, in order; a results directory's report.md and report.html hold those
@@ -33,7 +35,7 @@ const reportIntro = "Latencies are in milliseconds, as `vllm bench serve` define
 	"tied with the best.\n\n"
 
 // buildReport renders report.md from the runs, their plan and the rendered figures.
-func buildReport(runs []Run, plan []groupPlan, figs []figure) ([]byte, error) {
+func buildReport(runs []results.Run, plan []groupPlan, figs []figure) ([]byte, error) {
 	var b strings.Builder
 	b.WriteString("# kvroute results\n\n")
 	fmt.Fprintf(&b, "%s in %s.\n\n", plural(len(runs), "run"), plural(len(plan), "scenario group"))
@@ -52,7 +54,7 @@ func buildReport(runs []Run, plan []groupPlan, figs []figure) ([]byte, error) {
 	return []byte(b.String()), nil
 }
 
-func hasGoodput(runs []Run) bool {
+func hasGoodput(runs []results.Run) bool {
 	for i := range runs {
 		if runs[i].Metrics.Goodput != nil {
 			return true

@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"cmp"
@@ -8,11 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"kvroute/results"
+	"kvroute/results/stats"
 )
 
 // Alpha is the family-wise error rate of a verdict: the chance, over all the comparisons
 // against one level's best policy, of calling any tie a difference.
-const Alpha = 1 - Confidence
+const Alpha = 1 - stats.Confidence
 
 // AvoidRatio is how many times the best policy's p99 TTFT a policy must significantly reach
 // before the answer says to avoid it.
@@ -21,8 +24,8 @@ const AvoidRatio = 2.0
 // vs is one policy compared with the best of its level by one metric.
 type vs struct {
 	c  *cell
-	iv Interval // c/best for a ratio metric, c − best otherwise, over paired replications
-	p  float64  // the paired t-test's p-value
+	iv stats.Interval // c/best for a ratio metric, c − best otherwise, over paired replications
+	p  float64        // the paired t-test's p-value
 	// worse is set when c is worse than the best, significantly after Holm's correction.
 	worse bool
 }
@@ -31,7 +34,7 @@ type vs struct {
 type judgement struct {
 	m      metricDef
 	best   *cell
-	bestIV Interval
+	bestIV stats.Interval
 	tested bool // every comparison had at least two paired replications
 	others []vs // every other policy, best mean first
 }
@@ -55,7 +58,7 @@ func (j judgement) winner() bool { return j.tested && len(j.tied()) == 1 }
 func judge(cells []*cell, m metricDef) (judgement, bool) {
 	type scored struct {
 		c  *cell
-		iv Interval
+		iv stats.Interval
 	}
 	var ss []scored
 	for _, c := range cells {
@@ -76,12 +79,12 @@ func judge(cells []*cell, m metricDef) (judgement, bool) {
 	var ps []float64
 	for _, s := range ss[1:] {
 		x, y := paired(s.c, j.best, m)
-		iv, p := PairedT(x, y, m.ratio)
+		iv, p := stats.PairedT(x, y, m.ratio)
 		j.tested = j.tested && iv.Tested()
 		j.others = append(j.others, vs{c: s.c, iv: iv, p: p})
 		ps = append(ps, p)
 	}
-	for i, rej := range Holm(ps, Alpha) {
+	for i, rej := range stats.Holm(ps, Alpha) {
 		o := &j.others[i]
 		zero := 0.0
 		if m.ratio {
@@ -93,7 +96,7 @@ func judge(cells []*cell, m metricDef) (judgement, bool) {
 }
 
 // verdictMetrics are the questions of the verdict table, in column order.
-func verdictMetrics(runs []Run) []metricDef {
+func verdictMetrics(runs []results.Run) []metricDef {
 	out := []metricDef{metric("ttft_ms_p99"), metric("hit_rate"), metric("throughput_rps")}
 	for i := range runs {
 		if runs[i].Metrics.Goodput != nil {
@@ -124,7 +127,7 @@ func verdictCell(j judgement) string {
 
 // ivText formats a mean with its interval: "123 ms [110, 140]", or just the mean for one
 // sample.
-func ivText(iv Interval, unit func(float64) string) string {
+func ivText(iv stats.Interval, unit func(float64) string) string {
 	if !iv.Tested() {
 		return unit(iv.Mean)
 	}
@@ -136,7 +139,7 @@ func ivText(iv Interval, unit func(float64) string) string {
 }
 
 // ratioText formats a ratio interval: "5.3× [4.1, 6.8]".
-func ratioText(iv Interval) string {
+func ratioText(iv stats.Interval) string {
 	if !iv.Tested() {
 		return fmt.Sprintf("%.2g×", iv.Mean)
 	}

@@ -1,10 +1,12 @@
-package results
+package report
 
 import (
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+
+	"kvroute/results"
+	"kvroute/results/stats"
 )
 
 // cell is one policy (with its parameters) at one load level of a group: its runs, one per
@@ -12,7 +14,7 @@ import (
 type cell struct {
 	variant string // the policy and its parameters, as sweep files name it
 	policy  string
-	runs    []*Run
+	runs    []*results.Run
 }
 
 // metricDef is one metric summarised across replications.
@@ -21,11 +23,11 @@ type metricDef struct {
 	title string
 	lower bool // lower is better
 	ratio bool // compared as a ratio (latencies) rather than a difference
-	value func(*Run) (float64, bool)
+	value func(*results.Run) (float64, bool)
 	unit  func(float64) string
 }
 
-func okRun(r *Run) bool { return r.Metrics.Completed > 0 }
+func okRun(r *results.Run) bool { return r.Metrics.Completed > 0 }
 
 func fmtMs(v float64) string { return fmtSig(v) + " ms" }
 
@@ -69,19 +71,19 @@ func thousands(n int64) string {
 // cellMetrics are the metrics every policy gets a mean and interval of; the first is the
 // one the answer at the top of the report is about.
 var cellMetrics = []metricDef{
-	{"ttft_ms_p99", "p99 TTFT", true, true, func(r *Run) (float64, bool) { return r.Metrics.TTFT.P99, okRun(r) }, fmtMs},
-	{"ttft_ms_p50", "p50 TTFT", true, true, func(r *Run) (float64, bool) { return r.Metrics.TTFT.P50, okRun(r) }, fmtMs},
-	{"tpot_ms_p99", "p99 TPOT", true, true, func(r *Run) (float64, bool) { return r.Metrics.TPOT.P99, okRun(r) }, fmtMs},
-	{"e2e_ms_p99", "p99 E2E", true, true, func(r *Run) (float64, bool) { return r.Metrics.E2E.P99, okRun(r) }, fmtMs},
-	{"throughput_rps", "throughput", false, false, func(r *Run) (float64, bool) { return r.Metrics.ThroughputRPS, okRun(r) },
+	{"ttft_ms_p99", "p99 TTFT", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.TTFT.P99, okRun(r) }, fmtMs},
+	{"ttft_ms_p50", "p50 TTFT", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.TTFT.P50, okRun(r) }, fmtMs},
+	{"tpot_ms_p99", "p99 TPOT", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.TPOT.P99, okRun(r) }, fmtMs},
+	{"e2e_ms_p99", "p99 E2E", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.E2E.P99, okRun(r) }, fmtMs},
+	{"throughput_rps", "throughput", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.ThroughputRPS, okRun(r) },
 		func(v float64) string { return fmtSig(v) + " req/s" }},
-	{"hit_rate", "hit rate", false, false, func(r *Run) (float64, bool) { return r.Metrics.HitRate, okRun(r) },
+	{"hit_rate", "hit rate", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.HitRate, okRun(r) },
 		func(v float64) string { return fmt.Sprintf("%.3f", v) }},
-	{"jain_fairness", "Jain's index", false, false, func(r *Run) (float64, bool) { return r.Metrics.JainFairness, okRun(r) },
+	{"jain_fairness", "Jain's index", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.JainFairness, okRun(r) },
 		func(v float64) string { return fmt.Sprintf("%.3f", v) }},
-	{"preemptions", "preemptions", true, false, func(r *Run) (float64, bool) { return float64(r.Metrics.Preemptions), true },
+	{"preemptions", "preemptions", true, false, func(r *results.Run) (float64, bool) { return float64(r.Metrics.Preemptions), true },
 		fmtSig},
-	{"goodput_rps", "goodput", false, false, func(r *Run) (float64, bool) { return gRPS(r.Metrics.Goodput), r.Metrics.Goodput != nil },
+	{"goodput_rps", "goodput", false, false, func(r *results.Run) (float64, bool) { return gRPS(r.Metrics.Goodput), r.Metrics.Goodput != nil },
 		func(v float64) string { return fmtSig(v) + " req/s" }},
 }
 
@@ -104,12 +106,12 @@ func (c *cell) samples(m metricDef) (vals []float64, reps []int) {
 
 // interval returns the metric's mean and confidence interval over the cell's replications;
 // false when no run has the metric.
-func (c *cell) interval(m metricDef) (Interval, bool) {
+func (c *cell) interval(m metricDef) (stats.Interval, bool) {
 	v, _ := c.samples(m)
 	if len(v) == 0 {
-		return Interval{}, false
+		return stats.Interval{}, false
 	}
-	return MeanCI(v), true
+	return stats.MeanCI(v), true
 }
 
 // paired returns the metric's values in a and b over the replications both have.
@@ -126,7 +128,7 @@ func paired(a, b *cell, m metricDef) (x, y []float64) {
 
 // variantOf names r's policy with its parameters (from the scenario's policy_params), in
 // key order, as sweep files label it: "prefix-cache,block_size=64".
-func variantOf(r *Run) string {
+func variantOf(r *results.Run) string {
 	pp, _ := r.Scenario["policy_params"].(map[string]any)
 	if len(pp) == 0 {
 		return r.Policy
@@ -140,7 +142,7 @@ func variantOf(r *Run) string {
 }
 
 // cellsOf splits a level's runs into cells, in the order their variants first appear.
-func cellsOf(runs []*Run) []*cell {
+func cellsOf(runs []*results.Run) []*cell {
 	var out []*cell
 	for _, r := range runs {
 		v := variantOf(r)
@@ -152,7 +154,7 @@ func cellsOf(runs []*Run) []*cell {
 		out[i].runs = append(out[i].runs, r)
 	}
 	for _, c := range out {
-		slices.SortStableFunc(c.runs, func(a, b *Run) int { return a.Replication - b.Replication })
+		slices.SortStableFunc(c.runs, func(a, b *results.Run) int { return a.Replication - b.Replication })
 	}
 	return out
 }
@@ -168,7 +170,7 @@ type PolicySummary struct {
 	Runs []string `json:"runs"`
 	// Metrics maps a metric (ttft_ms_p99, hit_rate, …) to its mean and 95% interval over
 	// the replications.
-	Metrics map[string]Interval `json:"metrics"`
+	Metrics map[string]stats.Interval `json:"metrics"`
 }
 
 // policySummaries lists every cell of the plan with its intervals.
@@ -178,7 +180,7 @@ func policySummaries(plan []groupPlan) []PolicySummary {
 		g := &plan[gi]
 		for _, l := range g.levels {
 			for _, c := range l.cells {
-				ps := PolicySummary{Group: g.name, RequestRate: l.rate, Policy: c.variant, Metrics: map[string]Interval{}}
+				ps := PolicySummary{Group: g.name, RequestRate: l.rate, Policy: c.variant, Metrics: map[string]stats.Interval{}}
 				for _, r := range c.runs {
 					ps.Runs = append(ps.Runs, r.Name)
 				}
@@ -192,15 +194,4 @@ func policySummaries(plan []groupPlan) []PolicySummary {
 		}
 	}
 	return out
-}
-
-// MarshalJSON writes the interval, with null for a value that is not finite.
-func (iv Interval) MarshalJSON() ([]byte, error) {
-	f := func(v float64) any {
-		if v != v || v > 1e308 || v < -1e308 {
-			return nil
-		}
-		return v
-	}
-	return json.Marshal(map[string]any{"mean": f(iv.Mean), "ci_lo": f(iv.Lo), "ci_hi": f(iv.Hi), "n": iv.N})
 }

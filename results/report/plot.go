@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"kvroute/results"
 )
 
 // PlotDir is the folder of a results directory that holds the report's figures.
@@ -216,7 +218,7 @@ func plotPNG(p *plot.Plot, h vg.Length, legend bool) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func gRPS(g *Goodput) float64 {
+func gRPS(g *results.Goodput) float64 {
 	if g == nil {
 		return 0
 	}

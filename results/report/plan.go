@@ -1,9 +1,12 @@
-package results
+package report
 
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
+
+	"kvroute/results"
 )
 
 // groupPlan is one scenario group's runs, split by load level: the unit report.md and the
@@ -11,7 +14,7 @@ import (
 type groupPlan struct {
 	name     string
 	slug     string
-	runs     []*Run
+	runs     []*results.Run
 	levels   []level
 	policies []string // variants, sorted; a variant's index picks its style in every plot of the group
 }
@@ -20,19 +23,19 @@ type groupPlan struct {
 type level struct {
 	key   string
 	rate  float64
-	runs  []*Run
+	runs  []*results.Run
 	cells []*cell // the runs by policy variant, over replications
 }
 
 // planRuns groups runs by scenario group (sorted by name) and load level (ascending rate).
-func planRuns(runs []Run) []groupPlan {
+func planRuns(runs []results.Run) []groupPlan {
 	byGroup := map[string]*groupPlan{}
 	var names []string
 	for i := range runs {
 		r := &runs[i]
-		g := byGroup[r.group()]
+		g := byGroup[groupName(r)]
 		if g == nil {
-			g = &groupPlan{name: r.group()}
+			g = &groupPlan{name: groupName(r)}
 			byGroup[g.name] = g
 			names = append(names, g.name)
 		}
@@ -56,7 +59,7 @@ func planRuns(runs []Run) []groupPlan {
 	return out
 }
 
-func levelsOf(runs []*Run) []level {
+func levelsOf(runs []*results.Run) []level {
 	var out []level
 	for _, r := range runs {
 		k := loadKey(r.RequestRate)
@@ -92,7 +95,7 @@ func (g *groupPlan) policyIndex(variant string) int {
 func (g *groupPlan) top() level { return g.levels[len(g.levels)-1] }
 
 // label names r among runs: its policy, or its name when another run there shares the policy.
-func label(r *Run, runs []*Run) string {
+func label(r *results.Run, runs []*results.Run) string {
 	for _, o := range runs {
 		if o != r && o.Policy == r.Policy {
 			return r.Name
@@ -138,3 +141,22 @@ func (u slugger) unique(s string) string {
 func rateSlug(key string) string {
 	return "r" + strings.NewReplacer(".", "p", "+", "").Replace(key)
 }
+
+// baseName is r's name without its replication suffix.
+func baseName(r *results.Run) string {
+	if r.Replication > 0 {
+		return strings.TrimSuffix(r.Name, "#"+strconv.Itoa(r.Replication))
+	}
+	return r.Name
+}
+
+// groupName returns r's scenario group name.
+func groupName(r *results.Run) string {
+	if r.Group == "" {
+		return "all"
+	}
+	return r.Group
+}
+
+// loadKey formats a load level for grouping and display: four significant digits.
+func loadKey(rate float64) string { return strconv.FormatFloat(rate, 'g', 4, 64) }

@@ -1,7 +1,8 @@
-package results
+package stats
 
 import (
 	"cmp"
+	"encoding/json"
 	"math"
 	"slices"
 
@@ -124,4 +125,15 @@ func Holm(p []float64, alpha float64) []bool {
 		out[i] = true
 	}
 	return out
+}
+
+// MarshalJSON writes the interval, with null for a value that is not finite.
+func (iv Interval) MarshalJSON() ([]byte, error) {
+	f := func(v float64) any {
+		if v != v || v > 1e308 || v < -1e308 {
+			return nil
+		}
+		return v
+	}
+	return json.Marshal(map[string]any{"mean": f(iv.Mean), "ci_lo": f(iv.Lo), "ci_hi": f(iv.Hi), "n": iv.N})
 }

@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"bytes"
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"kvroute/results"
 )
 
 // repSpec is one policy of a replicated fixture: its p99 TTFT at each replication.
@@ -22,8 +24,8 @@ type repSpec struct {
 
 // repRuns builds the runs of a replicated sweep: every spec at each rate, replication k
 // (1-based) with p99[k-1] scaled by the rate.
-func repRuns(specs []repSpec, rates ...float64) []Run {
-	var runs []Run
+func repRuns(specs []repSpec, rates ...float64) []results.Run {
+	var runs []results.Run
 	for _, rate := range rates {
 		for _, s := range specs {
 			for k, v := range s.p99 {
@@ -31,12 +33,12 @@ func repRuns(specs []repSpec, rates ...float64) []Run {
 				if s.skew {
 					ep = map[string]int{"e0": 85, "e1": 15}
 				}
-				runs = append(runs, Run{
-					Name: RepName(fmt.Sprintf("%s/rate=%g", s.policy, rate), k+1), Policy: s.policy, Group: "chat",
+				runs = append(runs, results.Run{
+					Name: results.RepName(fmt.Sprintf("%s/rate=%g", s.policy, rate), k+1), Policy: s.policy, Group: "chat",
 					RequestRate: rate, Replication: k + 1,
 					Scenario: map[string]any{"fleet": map[string]any{"replicas": 4}},
-					Metrics: Metrics{Requests: 100, Completed: 100, ThroughputRPS: rate, HitRate: 0.5,
-						TTFT: Dist{P50: v / 3 * rate, P99: v * rate}, Endpoints: ep},
+					Metrics: results.Metrics{Requests: 100, Completed: 100, ThroughputRPS: rate, HitRate: 0.5,
+						TTFT: results.Dist{P50: v / 3 * rate, P99: v * rate}, Endpoints: ep},
 				})
 			}
 		}
@@ -111,7 +113,7 @@ func TestReportStructure(t *testing.T) {
 		}
 		return string(b)
 	}
-	report := read(ReportFile)
+	report := read(results.ReportFile)
 	last := -1
 	for _, s := range []string{SectionAnswer, SectionWarnings, SectionVerdict, SectionPlots, SectionPolicies, SectionRuns, SectionScenarios, SectionMethod} {
 		i := strings.Index(report, "\n"+s+"\n")
@@ -148,13 +150,13 @@ func TestReportStructure(t *testing.T) {
 	var sum struct {
 		Policies []PolicySummary `json:"policies"`
 	}
-	if err := json.Unmarshal([]byte(read(SummaryJSONFile)), &sum); err != nil {
+	if err := json.Unmarshal([]byte(read(results.SummaryJSONFile)), &sum); err != nil {
 		t.Fatal(err)
 	}
 	if len(sum.Policies) != 4 || sum.Policies[0].Metrics["ttft_ms_p99"].N != 5 || !(sum.Policies[0].Metrics["ttft_ms_p99"].Lo < sum.Policies[0].Metrics["ttft_ms_p99"].Hi) {
 		t.Errorf("summary.json policies: %+v", sum.Policies)
 	}
-	rows, err := csv.NewReader(strings.NewReader(read(SummaryCSVFile))).ReadAll()
+	rows, err := csv.NewReader(strings.NewReader(read(results.SummaryCSVFile))).ReadAll()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +168,7 @@ func TestReportStructure(t *testing.T) {
 	if err := WriteDir(again, runs, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{ReportFile, HTMLReportFile, SummaryJSONFile, SummaryCSVFile, imgs[0][1]} {
+	for _, name := range []string{results.ReportFile, HTMLReportFile, results.SummaryJSONFile, results.SummaryCSVFile, imgs[0][1]} {
 		x, _ := os.ReadFile(filepath.Join(dir, name))
 		y, _ := os.ReadFile(filepath.Join(again, name))
 		if !bytes.Equal(x, y) {

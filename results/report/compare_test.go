@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"bytes"
@@ -9,15 +9,19 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"kvroute/results"
+
+	"kvroute/results/resultstest"
 )
 
 // TestCompareErrors compares the two synthetic directories under testdata/compare.
 func TestCompareErrors(t *testing.T) {
-	sim, err := ReadSummary(filepath.Join("testdata", "compare", "sim"))
+	sim, err := results.ReadSummary(filepath.Join("testdata", "compare", "sim"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	live, err := ReadSummary(filepath.Join("testdata", "compare", "live"))
+	live, err := results.ReadSummary(filepath.Join("testdata", "compare", "live"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,20 +77,22 @@ func TestCompareErrors(t *testing.T) {
 }
 
 func TestCompareMatching(t *testing.T) {
-	run := func(name, policy string, rate float64) Run { return Run{Name: name, Policy: policy, RequestRate: rate} }
+	run := func(name, policy string, rate float64) results.Run {
+		return results.Run{Name: name, Policy: policy, RequestRate: rate}
+	}
 	cases := []struct {
 		name      string
-		sim, live []Run
+		sim, live []results.Run
 		want      []string // "sim=live by how"
 		wantErr   bool
 	}{
-		{"by name", []Run{run("a/rate=1", "a", 1)}, []Run{run("a/rate=1", "x", 5)}, []string{"a/rate=1=a/rate=1 by name"}, false},
-		{"by policy and load", []Run{run("a/rate=1", "a", 1), run("a/rate=2", "a", 2)},
-			[]Run{run("l/rate=2", "a", 2), run("l/rate=1", "a", 1)},
+		{"by name", []results.Run{run("a/rate=1", "a", 1)}, []results.Run{run("a/rate=1", "x", 5)}, []string{"a/rate=1=a/rate=1 by name"}, false},
+		{"by policy and load", []results.Run{run("a/rate=1", "a", 1), run("a/rate=2", "a", 2)},
+			[]results.Run{run("l/rate=2", "a", 2), run("l/rate=1", "a", 1)},
 			[]string{"a/rate=1=l/rate=1 by policy+load", "a/rate=2=l/rate=2 by policy+load"}, false},
-		{"by load alone", []Run{run("a", "a", 3)}, []Run{run("live", "live", 3.0001)}, []string{"a=live by load"}, false},
-		{"ambiguous load", []Run{run("a", "a", 3), run("b", "b", 3)}, []Run{run("live", "live", 3)}, nil, true},
-		{"nothing in common", []Run{run("a", "a", 3)}, []Run{run("live", "live", 4)}, nil, true},
+		{"by load alone", []results.Run{run("a", "a", 3)}, []results.Run{run("live", "live", 3.0001)}, []string{"a=live by load"}, false},
+		{"ambiguous load", []results.Run{run("a", "a", 3), run("b", "b", 3)}, []results.Run{run("live", "live", 3)}, nil, true},
+		{"nothing in common", []results.Run{run("a", "a", 3)}, []results.Run{run("live", "live", 4)}, nil, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -106,9 +112,9 @@ func TestCompareMatching(t *testing.T) {
 }
 
 func TestCompareWriteDir(t *testing.T) {
-	runs, _ := fixtureRuns()
+	runs, _ := resultstest.Runs()
 	sim := runs[:2]
-	live := make([]Run, len(sim))
+	live := make([]results.Run, len(sim))
 	for i, r := range sim {
 		live[i] = r
 		live[i].Metrics.TTFT.P99 *= 1.5

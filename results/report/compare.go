@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"encoding/json"
@@ -14,6 +14,8 @@ import (
 	"github.com/olekukonko/tablewriter/tw"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
+
+	"kvroute/results"
 )
 
 // CompareFile is the report Comparison.WriteDir writes.
@@ -71,7 +73,7 @@ type MetricError struct {
 
 // Pair is a simulated run matched with a live run of the same workload and load.
 type Pair struct {
-	Sim, Live Run
+	Sim, Live results.Run
 	// MatchedBy says how: "name", "policy+load" or "load".
 	MatchedBy string
 	// Errors holds one entry per compared metric, in a fixed order.
@@ -102,7 +104,7 @@ type Comparison struct {
 // matched by name first; the rest by policy and load level (four significant digits), and
 // then by load level alone, each only where the match is unique on both sides. It fails
 // when no pair is found.
-func Compare(sim, live []Run, c CompareConfig) (*Comparison, error) {
+func Compare(sim, live []results.Run, c CompareConfig) (*Comparison, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -115,11 +117,11 @@ func Compare(sim, live []Run, c CompareConfig) (*Comparison, error) {
 	}
 	keys := []struct {
 		name string
-		key  func(*Run) string
+		key  func(*results.Run) string
 	}{
-		{"name", func(r *Run) string { return r.Name }},
-		{"policy+load", func(r *Run) string { return r.Policy + "\x00" + loadKey(r.RequestRate) }},
-		{"load", func(r *Run) string { return loadKey(r.RequestRate) }},
+		{"name", func(r *results.Run) string { return r.Name }},
+		{"policy+load", func(r *results.Run) string { return r.Policy + "\x00" + loadKey(r.RequestRate) }},
+		{"load", func(r *results.Run) string { return loadKey(r.RequestRate) }},
 	}
 	for _, k := range keys {
 		s, l := uniqueKeys(sim, simUsed, k.key), uniqueKeys(live, liveUsed, k.key)
@@ -148,7 +150,7 @@ func Compare(sim, live []Run, c CompareConfig) (*Comparison, error) {
 }
 
 // uniqueKeys maps each key held by exactly one unused run to that run's index.
-func uniqueKeys(runs []Run, used []bool, key func(*Run) string) map[string]int {
+func uniqueKeys(runs []results.Run, used []bool, key func(*results.Run) string) map[string]int {
 	idx, count := map[string]int{}, map[string]int{}
 	for i := range runs {
 		if !used[i] {
@@ -169,11 +171,11 @@ var quantileNames = [4]string{"mean", "p50", "p90", "p99"}
 
 // errors computes the pair's metric errors: TTFT, TPOT and E2E (mean, p50, p90, p99), the
 // hit rate, and the servers' hit rate when the live run recorded one.
-func (c CompareConfig) errors(sim, live *Run) []MetricError {
+func (c CompareConfig) errors(sim, live *results.Run) []MetricError {
 	var out []MetricError
 	for _, m := range []struct {
 		name      string
-		sim, live Dist
+		sim, live results.Dist
 		tol       [4]float64
 	}{
 		{"ttft_ms", sim.Metrics.TTFT, live.Metrics.TTFT, c.TTFT},
@@ -390,7 +392,7 @@ func (c *Comparison) figures() ([]figure, error) {
 		pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
 		pl.Y.Min, pl.Y.Max = 0, 1
 		n := 0
-		for k, r := range []*Run{&p.Sim, &p.Live} {
+		for k, r := range []*results.Run{&p.Sim, &p.Live} {
 			if xys := cdfXYs(r.Series); xys != nil && addLine(pl, []string{"simulated", "live"}[k], xys, k, k, false) == nil {
 				n++
 			}
@@ -413,7 +415,7 @@ func (c *Comparison) figures() ([]figure, error) {
 		for qi, q := range []string{"p99", "p50"} {
 			var xys plotter.XYs
 			for i := range c.Pairs {
-				r := []*Run{&c.Pairs[i].Sim, &c.Pairs[i].Live}[k]
+				r := []*results.Run{&c.Pairs[i].Sim, &c.Pairs[i].Live}[k]
 				v := map[string]float64{"p99": r.Metrics.TTFT.P99, "p50": r.Metrics.TTFT.P50}[q]
 				if v > 0 {
 					xys = append(xys, plotter.XY{X: c.Pairs[i].Live.RequestRate, Y: v})
@@ -435,7 +437,7 @@ func (c *Comparison) figures() ([]figure, error) {
 }
 
 // cdfXYs returns a TTFT CDF as plot points starting at 0, or nil when there is none.
-func cdfXYs(s *Series) plotter.XYs {
+func cdfXYs(s *results.Series) plotter.XYs {
 	if s == nil || len(s.TTFTCDF) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"fmt"
@@ -7,11 +7,13 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+
+	"kvroute/results"
 )
 
 // WriteTable writes the key metrics of runs as a terminal table, one row per run in the
 // given order. Latencies are in milliseconds.
-func WriteTable(w io.Writer, runs []Run) error {
+func WriteTable(w io.Writer, runs []results.Run) error {
 	header := []any{"run", "policy", "load", "done", "req/s", "out tok/s", "ttft p50", "ttft p99",
 		"tpot p50", "itl p99", "e2e p99", "hit", "jain", "preempt"}
 	goodput := false

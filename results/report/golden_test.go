@@ -1,4 +1,4 @@
-package results
+package report
 
 import (
 	"bytes"
@@ -9,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"kvroute/results"
+
+	"kvroute/results/resultstest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -57,15 +61,15 @@ func itoa(i int) string { return strconv.Itoa(i) }
 func writeFixtureDir(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	runs, recs := fixtureRuns()
+	runs, recs := resultstest.Runs()
 	if err := WriteDir(dir, runs, []byte("seed: 42\npolicies: [prefix-hash, least-request]\n")); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Create(filepath.Join(dir, RequestsFile))
+	f, err := os.Create(filepath.Join(dir, results.RequestsFile))
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := NewRequestsCSV(f)
+	w, err := results.NewRequestsCSV(f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +110,11 @@ func dirFiles(t *testing.T, dir string) map[string][]byte {
 
 func TestWriteDirGoldenAndDeterministic(t *testing.T) {
 	first := dirFiles(t, writeFixtureDir(t))
-	for _, name := range []string{SummaryJSONFile, SummaryCSVFile, ReportFile, RequestsFile, SeriesFile, ConfigFile} {
+	for _, name := range []string{results.SummaryJSONFile, results.SummaryCSVFile, results.ReportFile, results.RequestsFile, results.SeriesFile, results.ConfigFile} {
 		golden(t, name, first[name])
 	}
 	var table bytes.Buffer
-	runs, _ := fixtureRuns()
+	runs, _ := resultstest.Runs()
 	if err := WriteTable(&table, runs); err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +134,7 @@ func TestWriteDirGoldenAndDeterministic(t *testing.T) {
 			if _, err := png.Decode(bytes.NewReader(b)); err != nil {
 				t.Errorf("%s: %v", name, err)
 			}
-			if name != HeadlinePlotFile && !strings.Contains(string(first[ReportFile]), "]("+name+")") {
+			if name != results.HeadlinePlotFile && !strings.Contains(string(first[results.ReportFile]), "]("+name+")") {
 				t.Errorf("report.md does not link %s", name)
 			}
 		}

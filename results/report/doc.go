@@ -1,0 +1,19 @@
+// Package report writes what kvroute derives from a set of runs: the results directory
+// (WriteDir), terminal tables (WriteTable, WriteStageTable) and the comparison of simulated
+// with live runs (Compare). It is the one package that links the plotting (gonum/plot), HTML
+// (goldmark) and table (tablewriter) libraries; records, metrics and reading a directory back
+// are package results, and the statistics package results/stats.
+//
+// Runs of one group, load level and policy that differ only in Run.Replication are one
+// policy's samples over workload seeds. Each metric is reported as a mean with its 95%
+// Student-t interval, and policies are compared by paired t-tests over replications
+// (latencies as log ratios), corrected for the number of policies compared (Holm). The
+// verdict names a winner only when every other policy is significantly worse, and otherwise
+// lists the tied policies.
+//
+// WriteDir writes summary.json (runs, and each policy's intervals), series.json,
+// summary.csv, report.md and report.html (the answer first, then warnings, the verdict,
+// small-multiples figures under plots/ and tables, a Stages table for load ladders; the HTML
+// embeds the figures) and config.yaml. The same runs give byte-identical files, PNGs
+// included. docs/results.md explains how to read a report.
+package report
