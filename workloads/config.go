@@ -158,14 +158,16 @@ type WorkloadConfig struct {
 	// BlockTokens is the token count of one Mooncake hash id (default 512).
 	BlockTokens int `yaml:"block_tokens,omitempty"`
 
-	// Prompts, Rounds, Concurrency, MinTurns and AnswerTokens shape chat-prefixes (see
-	// chatprefix.go): distinct prompts (default 800), times the list is sent (10),
-	// closed-loop clients (800), fewest turns per conversation (8), and the mean length of
-	// the answers in the history (106); prompt_tokens there is the mean user message (50).
-	Prompts      int `yaml:"prompts,omitempty"`
-	Rounds       int `yaml:"rounds,omitempty"`
-	Concurrency  int `yaml:"concurrency,omitempty"`
-	MinTurns     int `yaml:"min_turns,omitempty"`
+	// Prompts is the number of distinct chat-prefixes prompts (default 800; see
+	// chatprefix.go); prompt_tokens there is the mean user message (50).
+	Prompts int `yaml:"prompts,omitempty"`
+	// Rounds is how many times chat-prefixes sends its prompt list (default 10).
+	Rounds int `yaml:"rounds,omitempty"`
+	// Concurrency is the number of chat-prefixes closed-loop clients (default 800).
+	Concurrency int `yaml:"concurrency,omitempty"`
+	// MinTurns is the fewest turns of a chat-prefixes conversation (default 8).
+	MinTurns int `yaml:"min_turns,omitempty"`
+	// AnswerTokens is the mean length of the answers in a chat-prefixes history (default 106).
 	AnswerTokens int `yaml:"answer_tokens,omitempty"`
 
 	// Tenants lists the tenants of a mix (at least one).

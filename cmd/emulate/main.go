@@ -66,7 +66,16 @@ type options struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	o := options{cfg: emulate.DefaultConfig()}
+	o, fs := newFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		return *o, err
+	}
+	return o.check(fs)
+}
+
+// newFlags defines the flags on a new flag set that parses into the options it returns.
+func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
+	o := &options{cfg: emulate.DefaultConfig()}
 	fs := flag.NewFlagSet("emulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	o.fleet.define(fs, sweep.FleetConfig{Replicas: 1, ReplicaConfig: sweep.ReplicaConfig{GPU: o.cfg.GPU, Model: o.cfg.Model, TP: o.cfg.TP}})
@@ -82,9 +91,11 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.kvReplayPort, "kv-events-replay-port", 0, "replica i serves missed KV-event batches on a ZMQ ROUTER at host:(port+i) (0: off)")
 	fs.StringVar(&o.kvDial, "kv-events-connect", "", "publish KV events by dialing this ZMQ endpoint (tcp://host:port), where a router binds")
 	fs.BoolVar(&o.cfg.KVEvents.NamedFields, "kv-events-named", false, "encode KV events as named-field maps (vLLM PR #42892) instead of positional arrays")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
+	return o, fs
+}
+
+// check resolves the fleet and checks the parsed flags.
+func (o options) check(fs *flag.FlagSet) (options, error) {
 	var errs []error
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments: %v", fs.Args()))

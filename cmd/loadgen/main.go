@@ -50,23 +50,11 @@ type options struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var o options
-	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.StringVar(&o.target, "target", "", "base URL of the OpenAI-compatible endpoint (required)")
-	fs.StringVar(&o.config, "config", "", "sweep file (YAML), the format cmd/simulate reads (required)")
-	fs.StringVar(&o.out, "out", "", "results directory (default out/<name>-live)")
-	fs.StringVar(&o.label, "label", "", "names the runs and their policy column (default: the file's only policy, else \"live\")")
-	fs.StringVar(&o.model, "model", "", "model to request (default: the file's fleet.model, else the target's first /v1/models entry)")
-	fs.StringVar(&o.metrics, "metrics", "", "comma-separated Prometheus URLs scraped before and after each run for the servers' prefix-cache hit rate (default <target>/metrics; \"none\" to skip)")
-	fs.StringVar(&o.benchJSON, "bench-json", "", "also write a `vllm bench serve --save-result` JSON file (one per run, suffixed by the point, when the file sweeps)")
-	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
-	fs.DurationVar(&o.warmup, "warmup", 0, "requests arriving before this offset in each run are sent but not recorded")
-	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "per-request timeout (0: none)")
-	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	op, fs := newFlags(stderr)
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return *op, err
 	}
+	o := *op
 	var errs []error
 	if fs.NArg() > 0 {
 		errs = append(errs, fmt.Errorf("unexpected arguments: %v", fs.Args()))
@@ -83,6 +71,25 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, err
 	}
 	return o, nil
+}
+
+// newFlags defines the flags on a new flag set that parses into the options it returns.
+func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
+	o := &options{}
+	fs := flag.NewFlagSet("loadgen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.target, "target", "", "base URL of the OpenAI-compatible endpoint (required)")
+	fs.StringVar(&o.config, "config", "", "sweep file (YAML), the format cmd/simulate reads (required)")
+	fs.StringVar(&o.out, "out", "", "results directory (default out/<name>-live)")
+	fs.StringVar(&o.label, "label", "", "names the runs and their policy column (default: the file's only policy, else \"live\")")
+	fs.StringVar(&o.model, "model", "", "model to request (default: the file's fleet.model, else the target's first /v1/models entry)")
+	fs.StringVar(&o.metrics, "metrics", "", "comma-separated Prometheus URLs scraped before and after each run for the servers' prefix-cache hit rate (default <target>/metrics; \"none\" to skip)")
+	fs.StringVar(&o.benchJSON, "bench-json", "", "also write a JSON `file` as vllm bench serve --save-result does (one per run, suffixed by the point, when the config sweeps)")
+	fs.IntVar(&o.maxConcurrency, "max-concurrency", 0, "cap on requests in flight (0: none)")
+	fs.DurationVar(&o.warmup, "warmup", 0, "requests arriving before this offset in each run are sent but not recorded")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "per-request timeout (0: none)")
+	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
+	return o, fs
 }
 
 // metricsURLs returns the pages to scrape.

@@ -35,14 +35,20 @@ func isCompare(args []string) bool {
 // It prints the per-metric errors and the verdict, and writes compare.md with TTFT plots
 // of both sides to -out (default out/compare). Exit status 0 when every pair is within
 // tolerance, 1 when one is not, 2 for bad arguments or unreadable directories.
+// compareFlags defines the comparison's flags: -compare's value and -out's.
+func compareFlags(stderr io.Writer) (fs *flag.FlagSet, pair, out *string) {
+	fs = flag.NewFlagSet("simulate compare", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	pair = fs.String("compare", "", "SIMDIR,LIVEDIR: a simulated and a live results directory (or give them as two arguments)")
+	out = fs.String("out", filepath.Join("out", "compare"), "directory for compare.md and its plots")
+	return fs, pair, out
+}
+
 func runCompare(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "compare" {
 		args = args[1:]
 	}
-	fs := flag.NewFlagSet("simulate compare", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	pair := fs.String("compare", "", "SIMDIR,LIVEDIR: a simulated and a live results directory (or give them as two arguments)")
-	out := fs.String("out", filepath.Join("out", "compare"), "directory for compare.md and its plots")
+	fs, pair, out := compareFlags(stderr)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}

@@ -54,7 +54,21 @@ type options struct {
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
-	var o options
+	op, fs := newFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		return *op, err
+	}
+	o := *op
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	o.parallel = max(o.parallel, 1)
+	return o, nil
+}
+
+// newFlags defines the flags on a new flag set that parses into the options it returns.
+func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
+	o := &options{}
 	fs := flag.NewFlagSet("simulate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.config, "config", "", "sweep file (YAML); empty runs the embedded default sweep")
@@ -62,14 +76,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.list, "list", false, "list policies, GPUs, models and workload kinds, then exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "runs simulated at once")
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
-	}
-	o.parallel = max(o.parallel, 1)
-	return o, nil
+	return o, fs
 }
 
 func run(args []string, stdout, stderr io.Writer) int {

@@ -16,20 +16,36 @@ import (
 // arrival or router (and requests, duration) is a sweep axis; the runs are the cartesian
 // product of the axes times the policies.
 type File struct {
+	// Name names the sweep: its runs and the default results directory (out/<name>).
 	Name string `yaml:"name"`
+	// Seed is the master seed: the workload, the policies' random sources and the simulator
+	// each draw a stream derived from it (default 0).
 	Seed uint64 `yaml:"seed"`
 	// Catalog is an optional YAML or JSON file of extra GPUs and models (gpumodel's catalog
 	// format), relative to the working directory; fleet.gpu and fleet.model may name them.
-	Catalog  string                   `yaml:"catalog,omitempty"`
-	Requests int                      `yaml:"requests,omitempty"`
-	Duration time.Duration            `yaml:"duration,omitempty"`
-	Fleet    FleetConfig              `yaml:"fleet"`
+	Catalog string `yaml:"catalog,omitempty"`
+	// Requests caps each run at this many requests, turns included (0: no cap).
+	Requests int `yaml:"requests,omitempty"`
+	// Duration caps each run at the requests arriving before this offset; sessions started
+	// before it finish their turns (0: no cap).
+	Duration time.Duration `yaml:"duration,omitempty"`
+	// Fleet is the simulated fleet: the replica count and what each replica runs.
+	Fleet FleetConfig `yaml:"fleet"`
+	// Workload says what the requests are; which keys apply depends on its kind
+	// (workloads/doc.go has every default).
 	Workload workloads.WorkloadConfig `yaml:"workload"`
-	Arrival  workloads.ArrivalConfig  `yaml:"arrival"`
-	Router   RouterConfig             `yaml:"router"`
-	Failures []FailureConfig          `yaml:"failures,omitempty"`
-	Policies []PolicySpec             `yaml:"policies"`
-	SLO      SLOConfig                `yaml:"slo,omitempty"`
+	// Arrival says when sessions start.
+	Arrival workloads.ArrivalConfig `yaml:"arrival"`
+	// Router is the router's view of the fleet: metrics staleness, network delay, retries
+	// and router replicas.
+	Router RouterConfig `yaml:"router"`
+	// Failures takes replicas down and back up during each run (docs/lifecycle.md).
+	Failures []FailureConfig `yaml:"failures,omitempty"`
+	// Policies are the routing policies every point runs, each a name or {name: NAME,
+	// PARAM: VALUE, ...} (docs/policies.md); at least one.
+	Policies []PolicySpec `yaml:"policies"`
+	// SLO sets latency objectives; when set, the results add goodput.
+	SLO SLOConfig `yaml:"slo,omitempty"`
 
 	// Replications is how many workload seeds every point runs (0 or 1: one, the file's
 	// seed). Replication k of a point uses the same requests for every policy, so policies
@@ -77,31 +93,43 @@ type ReplicaConfig struct {
 
 // RouterConfig is the router's view of the fleet.
 type RouterConfig struct {
+	// MetricsInterval is how often the router scrapes the replicas' metrics (0: the router
+	// sees them exact at every decision), as cmd/route's health.metrics_interval.
 	MetricsInterval time.Duration `yaml:"metrics_interval"`
-	NetworkDelay    time.Duration `yaml:"network_delay,omitempty"`
+	// NetworkDelay is the one-way router↔replica latency, added to request delivery and to
+	// the first token and completion as the client sees them (default 0).
+	NetworkDelay time.Duration `yaml:"network_delay,omitempty"`
 	// MaxRetries is how often a request a failed replica aborted is re-routed; absent means
 	// cluster.DefaultMaxRetries (2) and 0 means never, as cmd/route's limits.max_retries.
 	MaxRetries *int `yaml:"max_retries,omitempty"`
 	// Replicas is the number of router replicas (0 or 1: one), each with its own policy
-	// state; Assign is how a request picks one ("random", the default, or "affinity" by
-	// session); EventDelay is how long KV events take to reach the routers.
-	Replicas   int           `yaml:"replicas,omitempty"`
-	Assign     string        `yaml:"assign,omitempty"`
+	// state.
+	Replicas int `yaml:"replicas,omitempty"`
+	// Assign is how a request picks a router replica: random (the default, a hash of the
+	// request id) or affinity (a hash of its session).
+	Assign string `yaml:"assign,omitempty"`
+	// EventDelay is how long KV events take to reach the routers (default 0).
 	EventDelay time.Duration `yaml:"event_delay,omitempty"`
 }
 
 // FailureConfig takes a replica down at At and back at RecoverAt (0: never).
 type FailureConfig struct {
-	Replica   int           `yaml:"replica"`
-	At        time.Duration `yaml:"at"`
+	// Replica is the index of the replica that fails, from 0.
+	Replica int `yaml:"replica"`
+	// At is when it fails, from the run's start; it aborts the requests it holds.
+	At time.Duration `yaml:"at"`
+	// RecoverAt is when it is back, from the run's start (0: never).
 	RecoverAt time.Duration `yaml:"recover_at,omitempty"`
 }
 
 // SLOConfig sets goodput thresholds in milliseconds (0: unset).
 type SLOConfig struct {
+	// TTFTMs bounds the time to first token, in milliseconds (0: not checked).
 	TTFTMs float64 `yaml:"ttft_ms,omitempty"`
+	// TPOTMs bounds the time per output token after the first, in milliseconds (0: not checked).
 	TPOTMs float64 `yaml:"tpot_ms,omitempty"`
-	E2EMs  float64 `yaml:"e2e_ms,omitempty"`
+	// E2EMs bounds the end-to-end latency, in milliseconds (0: not checked).
+	E2EMs float64 `yaml:"e2e_ms,omitempty"`
 }
 
 // Point is one scenario of a sweep: the file with every axis fixed, and the axis values that
