@@ -9,35 +9,20 @@ import (
 	"kvroute/results/report"
 )
 
+// ExampleWriteTable prints one run, collected from its records, as the terminal table
+// cmd/simulate and cmd/loadgen print.
 func ExampleWriteTable() {
-	c := results.NewCollector(results.CollectorOpts{
-		Name: "demo/prefix-hash", Policy: "prefix-hash", RequestRate: 2,
-		SLO: results.SLO{TTFTMs: 250},
-	})
+	c := results.NewCollector(results.CollectorOpts{Name: "demo/least-load", Policy: "least-load", RequestRate: 1})
 	ms := time.Millisecond
-	for _, r := range []results.Record{
-		{ID: "1", Tenant: "a", Reason: "prefix", Status: results.StatusCompleted,
-			Arrival: 0, FirstToken: 120 * ms, Finish: 1120 * ms, PromptTokens: 512, CachedTokens: 256, OutputTokens: 51},
-		{ID: "2", Tenant: "b", Reason: "least-load", Status: results.StatusCompleted,
-			Arrival: 500 * ms, FirstToken: 800 * ms, Finish: 2000 * ms, PromptTokens: 512, OutputTokens: 61},
-	} {
-		c.Add(&r)
-	}
-	run := c.Run()
-	m := run.Metrics
-	fmt.Printf("completed %d of %d in %.1f s\n", m.Completed, m.Requests, m.DurationS)
-	fmt.Printf("TTFT mean %.0f ms, TPOT mean %.0f ms, hit rate %.2f\n", m.TTFT.Mean, m.TPOT.Mean, m.HitRate)
-	fmt.Printf("goodput %d of %d (%.1f req/s), decisions %v\n", m.Goodput.Good, m.Requests, m.Goodput.RPS, m.Reasons)
-	if err := report.WriteTable(os.Stdout, []results.Run{run}); err != nil {
+	c.Add(&results.Record{ID: "1", Reason: "least-load", Status: results.StatusCompleted,
+		FirstToken: 80 * ms, Finish: 1080 * ms, PromptTokens: 256, OutputTokens: 41})
+	if err := report.WriteTable(os.Stdout, []results.Run{c.Run()}); err != nil {
 		fmt.Println(err)
 	}
 	// Output:
-	// completed 2 of 2 in 2.0 s
-	// TTFT mean 210 ms, TPOT mean 20 ms, hit rate 0.25
-	// goodput 1 of 2 (0.5 req/s), decisions map[least-load:1 prefix:1]
-	// ┌──────────────────┬─────────────┬──────┬──────┬───────┬───────────┬──────────┬──────────┬──────────┬─────────┬─────────┬───────┬───────┬─────────┬────────────┐
-	// │       run        │   policy    │ load │ done │ req/s │ out tok/s │ ttft p50 │ ttft p99 │ tpot p50 │ itl p99 │ e2e p99 │  hit  │ jain  │ preempt │  goodput   │
-	// ├──────────────────┼─────────────┼──────┼──────┼───────┼───────────┼──────────┼──────────┼──────────┼─────────┼─────────┼───────┼───────┼─────────┼────────────┤
-	// │ demo/prefix-hash │ prefix-hash │    2 │  2/2 │  1.00 │      56.0 │    120.2 │    300.0 │    20.00 │   20.00 │  1500.0 │ 0.250 │ 1.000 │       0 │ 0.50/s 50% │
-	// └──────────────────┴─────────────┴──────┴──────┴───────┴───────────┴──────────┴──────────┴──────────┴─────────┴─────────┴───────┴───────┴─────────┴────────────┘
+	// ┌─────────────────┬────────────┬──────┬──────┬───────┬───────────┬──────────┬──────────┬──────────┬─────────┬─────────┬───────┬───────┬─────────┐
+	// │       run       │   policy   │ load │ done │ req/s │ out tok/s │ ttft p50 │ ttft p99 │ tpot p50 │ itl p99 │ e2e p99 │  hit  │ jain  │ preempt │
+	// ├─────────────────┼────────────┼──────┼──────┼───────┼───────────┼──────────┼──────────┼──────────┼─────────┼─────────┼───────┼───────┼─────────┤
+	// │ demo/least-load │ least-load │    1 │  1/1 │  0.93 │      38.0 │     80.0 │     80.0 │    25.00 │   25.00 │  1080.0 │ 0.000 │ 1.000 │       0 │
+	// └─────────────────┴────────────┴──────┴──────┴───────┴───────────┴──────────┴──────────┴──────────┴─────────┴─────────┴───────┴───────┴─────────┘
 }
