@@ -90,13 +90,6 @@ func NewLifecycle(p Policy, endpoints []EndpointState, cfg LifecycleConfig) (*Li
 	return l, nil
 }
 
-// Policy returns the policy new decisions are made with.
-func (l *Lifecycle) Policy() Policy {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.pol.p
-}
-
 // SetPolicy makes p decide from now on. Requests already routed report the rest of their
 // life to the policy that routed them.
 func (l *Lifecycle) SetPolicy(p Policy) {

@@ -2,6 +2,7 @@ package router_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -201,5 +202,33 @@ func TestNewLifecycleRejectsBadPools(t *testing.T) {
 		if _, err := router.NewLifecycle(firstReady{}, tc.eps, tc.cfg); err == nil {
 			t.Errorf("%s: no error", tc.name)
 		}
+	}
+}
+
+// CanRetry says what Retry will do: true while the request has retries left under
+// MaxRetries, false once it used them or ended.
+func TestTicketCanRetry(t *testing.T) {
+	l, err := router.NewLifecycle(firstReady{}, routertest.Endpoints(4, routertest.Model), router.LifecycleConfig{MaxRetries: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tk router.Ticket
+	if tk.CanRetry() {
+		t.Error("an undecided ticket can retry")
+	}
+	_ = l.Decide(&tk, &router.Request{ID: "a", Model: routertest.Model}, routertest.Epoch)
+	var got []bool
+	for range 3 {
+		can := tk.CanRetry()
+		got = append(got, can)
+		if err := tk.Retry(routertest.Epoch); (err == nil) != can {
+			t.Errorf("CanRetry %v, Retry err %v", can, err)
+		}
+	}
+	if want := []bool{true, true, false}; !slices.Equal(got, want) {
+		t.Errorf("CanRetry over three failed attempts = %v, want %v", got, want)
+	}
+	if tk.CanRetry() {
+		t.Error("an ended ticket can retry")
 	}
 }

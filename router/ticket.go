@@ -2,7 +2,6 @@ package router
 
 import (
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -118,6 +117,18 @@ func (t *Ticket) Finish(u Usage, now time.Time) bool {
 	return true
 }
 
+// CanRetry reports whether a failed attempt of t's may be tried on another endpoint: the
+// request made fewer than MaxRetries retries so far. Retry applies the same count.
+func (t *Ticket) CanRetry() bool {
+	l := t.l
+	if l == nil {
+		return false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return t.state != ticketIdle && t.retries < l.cfg.MaxRetries
+}
+
 // Retry reports that t's current attempt failed before any byte of its response reached the
 // client, and tries the request on another endpoint: the attempt is released (Finished with
 // no usage) and, unless the request already had its MaxRetries, a new decision is made
@@ -174,6 +185,3 @@ func (t *Ticket) Index() int { return t.index }
 
 // Retries returns how many times the request was tried again after a failed attempt.
 func (t *Ticket) Retries() int { return t.retries }
-
-// Failed returns the endpoints the request's attempts failed on, in order.
-func (t *Ticket) Failed() []string { return slices.Clone(t.failed) }

@@ -147,10 +147,10 @@ func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 		return nil, &noBackendError{c.req.Model, err}
 	}
 	g.metrics.overhead.Observe(time.Since(c.start).Seconds())
-	for attempt := 0; ; attempt++ {
+	for {
 		c.backend, c.reason = res.b.name, res.decision.Reason
 		resp, err := f.send(out, c, res.b)
-		retry := attempt < c.st.cfg.Limits.MaxRetries && c.st.cfg.Limits.retryable(err, resp)
+		retry := c.ticket.CanRetry() && c.st.cfg.Limits.retryable(err, resp)
 		if err == nil && !retry {
 			resp.Body = newRelay(c, res, resp)
 			return resp, nil

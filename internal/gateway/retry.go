@@ -52,8 +52,8 @@ func failureClass(err error, resp *http.Response) string {
 
 // retryable reports whether the failure rule tries the request on another backend after an
 // attempt that ended with err, or with resp when err is nil: the attempt failed in a class
-// RetryOn names (every class when RetryOn is nil). MaxRetries bounds how often; the caller
-// counts.
+// RetryOn names (every class when RetryOn is nil). MaxRetries bounds how often: the
+// request's router.Ticket counts (CanRetry, Retry).
 func (l LimitsConfig) retryable(err error, resp *http.Response) bool {
 	class := failureClass(err, resp)
 	return class != "" && (l.RetryOn == nil || slices.Contains(l.RetryOn, class))
