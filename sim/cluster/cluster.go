@@ -53,6 +53,7 @@ type Sim struct {
 	spare         spares.List[flight] // ended flights, for newFlight
 	scraped       []engine.Metrics    // scrape's scratch: each replica's metrics
 	failedScrapes []int               // per replica: consecutive scrapes it did not answer
+	ejected       []bool              // per replica: some router ejected it; a good scrape re-admits it
 	scrapedAt     time.Time
 	scrapeFn      func([]router.EndpointState) // s.applyScrape, bound once
 }
@@ -134,7 +135,7 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
 		}
 		s.ids = append(s.ids, EndpointID(i))
-		s.failedScrapes = append(s.failedScrapes, 0)
+		s.failedScrapes, s.ejected = append(s.failedScrapes, 0), append(s.ejected, false)
 		eps = append(eps, router.EndpointState{
 			ID: s.ids[i], Ready: true, Models: []string{cfg.Model},
 			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,

@@ -40,10 +40,14 @@ func (s *Sim) scrape(now sim.Time) {
 		switch {
 		case !rep.Down():
 			s.failedScrapes[i] = 0
-			s.eachRouter(func(lc *router.Lifecycle) { lc.Readmit(s.ids[i]) })
+			if s.ejected[i] {
+				s.ejected[i] = false
+				s.eachRouter(func(lc *router.Lifecycle) { lc.Readmit(s.ids[i]) })
+			}
 		case s.failedScrapes[i] < FailureThreshold:
 			s.failedScrapes[i]++
 			if s.failedScrapes[i] == FailureThreshold {
+				s.ejected[i] = true
 				s.eachRouter(func(lc *router.Lifecycle) { lc.Eject(s.ids[i]) })
 			}
 		}

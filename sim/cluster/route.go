@@ -91,6 +91,7 @@ func (s *Sim) answered(f *flight, res engine.Result, now sim.Time) {
 func (s *Sim) retry(f *flight, now sim.Time) {
 	if f.refused {
 		s.rt[f.router].lc.Eject(s.ids[f.endpoint])
+		s.ejected[f.endpoint] = true
 	}
 	s.refresh(now)
 	err := f.ticket.Retry(s.wall(now))
