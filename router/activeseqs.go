@@ -50,9 +50,6 @@ func (a *activeSeqs) prefill(id int32) int64 { return a.at(id).prefill }
 // blockCount returns endpoint id's distinct active blocks.
 func (a *activeSeqs) blockCount(id int32) int { return a.blocks.Distinct(id) }
 
-// requests returns endpoint id's active requests.
-func (a *activeSeqs) requests(id int32) int { return a.at(id).requests }
-
 // add records request reqID on endpoint id with prefill tokens still to compute and its full
 // prompt blocks hashes; found are the slots sharedBlocks found for them, or nil. A second add
 // of the same ID replaces the first.

@@ -92,7 +92,6 @@ type CacheAware struct {
 	rng    *rand.Rand
 	trees  treeSet
 	cand   []int
-	pool   []int
 	allow  []bool
 	holder []int32
 }

@@ -114,7 +114,6 @@ type CHWBL struct {
 	ring   []ringPoint // sorted by hash
 	key    []byte      // the request's key, rebuilt per decision
 	md5    hash.Hash
-	xx     prefix.KeyDigest
 	sum    [md5.Size]byte
 }
 

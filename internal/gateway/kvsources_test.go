@@ -61,7 +61,6 @@ type kvHarness struct {
 	addrs  map[string]string              // publisher endpoints by backend name
 	replay map[string]string              // replay endpoints by backend name
 	sent   map[string]uint64              // messages published by backend name
-	cancel context.CancelFunc
 }
 
 func (h *kvHarness) policy() *kvPolicy { h.mu.Lock(); defer h.mu.Unlock(); return h.pol[len(h.pol)-1] }

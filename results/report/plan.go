@@ -94,16 +94,6 @@ func (g *groupPlan) policyIndex(variant string) int {
 // top returns the group's highest load level.
 func (g *groupPlan) top() level { return g.levels[len(g.levels)-1] }
 
-// label names r among runs: its policy, or its name when another run there shares the policy.
-func label(r *results.Run, runs []*results.Run) string {
-	for _, o := range runs {
-		if o != r && o.Policy == r.Policy {
-			return r.Name
-		}
-	}
-	return r.Policy
-}
-
 // slugger makes file-name-safe, unique slugs.
 type slugger map[string]bool
 
@@ -135,19 +125,6 @@ func (u slugger) unique(s string) string {
 	}
 	u[slug] = true
 	return slug
-}
-
-// rateSlug is a load level in a file name: "r" and the rate with '.' as 'p'.
-func rateSlug(key string) string {
-	return "r" + strings.NewReplacer(".", "p", "+", "").Replace(key)
-}
-
-// baseName is r's name without its replication suffix.
-func baseName(r *results.Run) string {
-	if r.Replication > 0 {
-		return strings.TrimSuffix(r.Name, "#"+strconv.Itoa(r.Replication))
-	}
-	return r.Name
 }
 
 // groupName returns r's scenario group name.

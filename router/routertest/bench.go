@@ -27,8 +27,7 @@ func BenchPick(b *testing.B, p router.Policy, s *router.Snapshot, reqs []router.
 		if k >= len(reqs)/2 {
 			tickets[j].Finish(router.Usage{CompletionTokens: 100}, s.Now)
 		}
-		t, r := &tickets[k%len(reqs)], &reqs[k%len(reqs)]
-		t.Finish(router.Usage{}, s.Now) // a pool smaller than half of reqs: ended already
+		t, r := &tickets[k%len(reqs)], &reqs[k%len(reqs)] // finished half a pool ago
 		if err := l.Decide(t, r, s.Now); err != nil {
 			b.Fatal(err)
 		}
