@@ -23,8 +23,7 @@ type activeReq struct {
 }
 
 type activeEp struct {
-	prefill  int64 // Σ prefill of requests whose first token has not come back
-	requests int
+	prefill int64 // Σ prefill of requests whose first token has not come back
 }
 
 func newActiveSeqs() activeSeqs {
@@ -60,7 +59,6 @@ func (a *activeSeqs) add(reqID string, id int32, prefill int64, hashes []uint64,
 	}
 	e := &a.eps[id]
 	e.prefill += prefill
-	e.requests++
 	var handles []int32
 	if len(hashes) > 0 {
 		if n := len(a.freeHandles); n > 0 {
@@ -92,7 +90,6 @@ func (a *activeSeqs) done(reqID string) {
 		a.eps[r.ep].prefill -= r.prefill
 	}
 	delete(a.reqs, reqID)
-	a.eps[r.ep].requests--
 	if r.handles != nil {
 		a.blocks.Release(r.handles, r.ep)
 		a.freeHandles = append(a.freeHandles, r.handles[:0])
