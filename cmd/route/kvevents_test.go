@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"kvroute/internal/nettest"
 )
 
 // A KV-event setup the router cannot honour stops it before it serves: a bind address
@@ -27,9 +29,9 @@ func TestKVEventsStartupErrors(t *testing.T) {
 		wantLog  string
 	}{
 		{"bind busy", []string{"-kv-events-bind", "tcp://" + busy.Addr().String()}, 1, "address already in use"},
-		{"replay with bind", []string{"-kv-events-bind", "tcp://" + freeAddr(t), "-kv-events-replay", "a=tcp://127.0.0.1:1"},
+		{"replay with bind", []string{"-kv-events-bind", "tcp://" + nettest.FreeAddr(t), "-kv-events-replay", "a=tcp://127.0.0.1:1"},
 			2, `kv_events.replay[0]: "a" has no kv_events.connect entry`},
-		{"forward without bind", []string{"-kv-events-forward", "tcp://" + freeAddr(t)}, 2, "kv_events.forward"},
+		{"forward without bind", []string{"-kv-events-forward", "tcp://" + nettest.FreeAddr(t)}, 2, "kv_events.forward"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

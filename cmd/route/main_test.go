@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -19,6 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kvroute/internal/gateway"
+	"kvroute/internal/nettest"
 	"kvroute/internal/sweep"
 )
 
@@ -376,7 +376,7 @@ func TestServerSettings(t *testing.T) {
 // main address asks clients for theirs.
 func TestAdminListen(t *testing.T) {
 	a := backend(t, "a", nil, nil)
-	admin := freeAddr(t)
+	admin := nettest.FreeAddr(t)
 	base, signals, exit := startRoute(t, io.Discard, "-listen", "127.0.0.1:0", "-admin-listen", admin, "-backends", a.URL,
 		"-api-keys-file", writeFile(t, "keys", "k1\n"), "-drain-delay", "0s")
 	get := func(url string) int {
@@ -399,15 +399,4 @@ func TestAdminListen(t *testing.T) {
 	if code := <-exit; code != 0 {
 		t.Errorf("exit code %d", code)
 	}
-}
-
-// freeAddr returns a loopback address with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
 }

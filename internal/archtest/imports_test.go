@@ -40,6 +40,7 @@ var allowed = map[string][]string{
 	"internal/hugepage":   {"golang.org/x/sys/unix"}, // huge-page advice for the engine's block-pool tables
 	"internal/benchload":  {"kvroute/router/routertest"},
 	"internal/e2e":        {},
+	"internal/nettest":    {}, // loopback helpers for tests over real sockets
 	"internal/docref":     {}, // the generated reference of flags and config keys (docs/reference)
 	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
 	// internal/sweep: gpumodel and sim/engine because it resolves fleet sections into engine

@@ -14,6 +14,7 @@ import (
 	"kvroute/internal/emulate"
 	"kvroute/internal/gateway"
 	"kvroute/internal/loadgen"
+	"kvroute/internal/nettest"
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/sim/cluster"
@@ -78,7 +79,7 @@ func (a agreeSetup) live(t *testing.T) agreeRun {
 	for i := range a.Replicas {
 		cfg := emulate.DefaultConfig()
 		cfg.Model, cfg.Deployment, cfg.NumBlocks, cfg.Addr = model, &d, a.NumBlocks, "127.0.0.1:0"
-		cfg.KVEvents = emulate.KVEventsConfig{Endpoint: "tcp://" + freeTCP(t), Bind: true}
+		cfg.KVEvents = emulate.KVEventsConfig{Endpoint: "tcp://" + nettest.FreeAddr(t), Bind: true}
 		r, err := emulate.NewReplica(cfg)
 		if err != nil {
 			t.Fatal(err)

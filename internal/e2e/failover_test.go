@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"kvroute/internal/gateway"
+	"kvroute/sim/cluster"
 )
 
 // TestKillOneOfThree kills one of three emulated replicas while 30 clients each send three
@@ -36,7 +37,7 @@ func TestKillOneOfThree(t *testing.T) {
 				}
 			}
 			victim.mu.Unlock()
-			url := startRouter(t, ctx, reps, func(c *gateway.Config) { c.Limits.MaxRetries = tc.retries })
+			_, url := startRouter(t, ctx, reps, func(c *gateway.Config) { c.Limits.MaxRetries = tc.retries }, gateway.Options{})
 
 			const clients, perClient = 30, 3
 			results := make(chan faultResult, clients*perClient)
@@ -62,25 +63,26 @@ func TestKillOneOfThree(t *testing.T) {
 	}
 }
 
-// startRouter serves a router with the default configuration, changed by edit, in front of
-// reps until ctx ends, and returns its URL.
-func startRouter(t *testing.T, ctx context.Context, reps []*recordingReplica, edit func(*gateway.Config)) string {
+// startRouter serves a least-request router in front of reps, named as the simulator names
+// its replicas (replica-i), with the configuration changed by edit, until ctx ends; it
+// returns the router and its URL.
+func startRouter(t *testing.T, ctx context.Context, reps []*recordingReplica, edit func(*gateway.Config), opts gateway.Options) (*gateway.Gateway, string) {
 	t.Helper()
 	cfg := gateway.DefaultConfig()
 	cfg.Policy = "least-request"
 	for i, rr := range reps {
-		cfg.Backends = append(cfg.Backends, fmt.Sprintf("r%d=%s", i, rr.url()))
+		cfg.Backends = append(cfg.Backends, cluster.EndpointID(i)+"="+rr.url())
 	}
 	cfg.Health.MetricsInterval, cfg.Health.MaxBackoff = 20*time.Millisecond, 200*time.Millisecond
 	edit(&cfg)
-	gw, err := gateway.New(cfg, gateway.Options{})
+	gw, err := gateway.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	go gw.Run(ctx)
 	front := httptest.NewServer(gw)
 	t.Cleanup(front.Close)
-	return front.URL
+	return gw, front.URL
 }
 
 // checkKill checks how the requests of a run with a replica killed ended, and returns how

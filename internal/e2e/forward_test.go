@@ -10,6 +10,7 @@ import (
 
 	"kvroute/internal/emulate"
 	"kvroute/internal/gateway"
+	"kvroute/internal/nettest"
 )
 
 // TestPreciseRoutersBehindAForwarder runs replicas that dial their KV-event endpoint
@@ -23,8 +24,8 @@ func TestPreciseRoutersBehindAForwarder(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	in, out := "tcp://"+freeTCP(t), "tcp://"+freeTCP(t)
-	addrs := []string{freeTCP(t), freeTCP(t)}
+	in, out := "tcp://"+nettest.FreeAddr(t), "tcp://"+nettest.FreeAddr(t)
+	addrs := []string{nettest.FreeAddr(t), nettest.FreeAddr(t)}
 	urls := []string{"http://" + addrs[0], "http://" + addrs[1]}
 	router := func(kv gateway.KVEventsConfig) *gateway.Gateway {
 		cfg := gateway.DefaultConfig()
@@ -64,12 +65,12 @@ func TestPreciseRoutersBehindAForwarder(t *testing.T) {
 	t.Cleanup(admin.Close)
 	r2 := router(gateway.KVEventsConfig{Connect: []string{out}, BootstrapFrom: []string{admin.URL}})
 	waitReady(t, r2, 2)
-	waitFor(t, "router 2's bootstrap", func() bool { return metricSum(t, scrape(t, r2), "kvroute_gateway_kv_bootstrapping", nil) == 0 })
+	nettest.WaitFor(t, "router 2's bootstrap", func() bool { return metricSum(t, scrape(t, r2), "kvroute_gateway_kv_bootstrapping", nil) == 0 })
 	second := runLive(t, roundRobin(t, r0, r1, r2), selfWorkload(), 6)
 	t.Logf("2 routers: %d/%d completed, hit %.3f; then 3 (one bootstrapped): %d/%d, hit %.3f",
 		first.Completed, first.Requests, first.HitRate, second.Completed, second.Requests, second.HitRate)
 	routers := []*gateway.Gateway{r0, r1, r2}
-	waitFor(t, "the routers' indexes to agree", func() bool {
+	nettest.WaitFor(t, "the routers' indexes to agree", func() bool {
 		want := scrape(t, r0)
 		for _, gw := range routers[1:] {
 			got := scrape(t, gw)

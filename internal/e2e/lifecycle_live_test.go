@@ -7,13 +7,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"kvroute/gpumodel"
 	"kvroute/internal/gateway"
+	"kvroute/internal/nettest"
 	"kvroute/router"
 	"kvroute/router/routertest"
 	"kvroute/sim/cluster"
@@ -70,35 +70,27 @@ func startLiveScript(t *testing.T, p router.Policy) *liveScript {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gcfg := gateway.DefaultConfig()
-	gcfg.Policy, gcfg.DebugHeaders = "conformance", true
-	gcfg.Limits.MaxRetries = lifecycleMaxRetries
-	gcfg.Health.MetricsInterval, gcfg.Health.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
-	gcfg.Prefill = map[string]router.PrefillPredictor{}
 	ls.reps = startRecording(t, ctx, lifecycleReplicas, 10)
-	for i, rr := range ls.reps {
+	for _, rr := range ls.reps {
 		rr.reset = &ls.reset
-		gcfg.Backends = append(gcfg.Backends, cluster.EndpointID(i)+"="+rr.srv.URL)
-		gcfg.Prefill[cluster.EndpointID(i)] = pp
 	}
 	reg := router.Builtin()
 	if err := reg.Register("conformance", func(map[string]any, *rand.Rand) (router.Policy, error) { return p, nil }); err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.New(gcfg, gateway.Options{Policies: reg, OnHealth: func(name, _ string, ready bool, _ error) {
+	ls.gw, ls.url = startRouter(t, ctx, ls.reps, func(c *gateway.Config) {
+		c.Policy, c.DebugHeaders, c.Limits.MaxRetries = "conformance", true, lifecycleMaxRetries
+		c.Health.MetricsInterval, c.Health.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
+		c.Prefill = map[string]router.PrefillPredictor{}
+		for i := range ls.reps {
+			c.Prefill[cluster.EndpointID(i)] = pp
+		}
+	}, gateway.Options{Policies: reg, OnHealth: func(name, _ string, ready bool, _ error) {
 		select {
 		case ls.health <- healthEvent{name, ready}:
 		default:
 		}
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ls.gw = gw
-	go gw.Run(ctx)
-	front := httptest.NewServer(gw)
-	t.Cleanup(front.Close)
-	ls.url = front.URL
 	ls.waitIdle(t)
 	return ls
 }
@@ -148,7 +140,7 @@ func (ls *liveScript) send(t *testing.T, w *workloads.Request) string {
 func (ls *liveScript) waitIdle(t *testing.T) {
 	t.Helper()
 	since := time.Now()
-	waitFor(t, "an idle fleet", func() bool {
+	nettest.WaitFor(t, "an idle fleet", func() bool {
 		if ls.gw.InFlight() != 0 {
 			since = time.Now()
 			return false

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -13,7 +12,6 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	pmodel "github.com/prometheus/common/model"
@@ -21,19 +19,10 @@ import (
 	"kvroute/internal/emulate"
 	"kvroute/internal/gateway"
 	"kvroute/internal/loadgen"
+	"kvroute/internal/nettest"
 	"kvroute/results"
 	"kvroute/workloads"
 )
-
-func freeTCP(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
 
 // preciseSystem is emulated replicas that publish vLLM KV events, and several routers, each
 // subscribed to every replica's events and tokenizing through /tokenize, behind a
@@ -51,7 +40,7 @@ func startPrecise(t *testing.T, policy string, replicas, routers int) *preciseSy
 	for range replicas {
 		cfg := emulate.DefaultConfig()
 		cfg.Model, cfg.Speed, cfg.Addr = model, 1, "127.0.0.1:0"
-		cfg.KVEvents = emulate.KVEventsConfig{Endpoint: "tcp://" + freeTCP(t), Bind: true}
+		cfg.KVEvents = emulate.KVEventsConfig{Endpoint: "tcp://" + nettest.FreeAddr(t), Bind: true}
 		r, err := emulate.NewReplica(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -116,7 +105,7 @@ func TestPreciseRoutersAgreeWithSimulation(t *testing.T) {
 		t.Errorf("hit rate: live %.3f, sim %.3f (|diff| %.3f > 0.05)", lm.HitRate, sm.HitRate, d)
 	}
 	// Both routers read the same events: their indexes agree block for block count.
-	waitFor(t, "the routers' indexes to agree", func() bool {
+	nettest.WaitFor(t, "the routers' indexes to agree", func() bool {
 		a, b := scrape(t, s.routers[0]), scrape(t, s.routers[1])
 		for _, be := range s.routers[0].Backends() {
 			l := map[string]string{"backend": be.Name}
@@ -191,7 +180,7 @@ func TestManyRoutersLive(t *testing.T) {
 
 func waitReady(t *testing.T, gw *gateway.Gateway, n int) {
 	t.Helper()
-	waitFor(t, "ready backends", func() bool {
+	nettest.WaitFor(t, "ready backends", func() bool {
 		ready := 0
 		for _, b := range gw.Backends() {
 			if b.Ready {
@@ -262,15 +251,4 @@ func histMean(t *testing.T, body, result string) float64 {
 		}
 	}
 	return math.NaN()
-}
-
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"kvroute/internal/nettest"
 )
 
 // A router started late loads a peer's snapshot before it applies events, and is ready only
@@ -82,7 +84,7 @@ func TestReadyWaitsForTheBootstrap(t *testing.T) {
 		h.g.AdminHandler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
 		return rec.Code
 	}
-	waitFor(t, "Run to start the bootstrap", h.g.kvIndex.Holding) // held until the peer answers
+	nettest.WaitFor(t, "Run to start the bootstrap", h.g.kvIndex.Holding) // held until the peer answers
 	if r, s := get("/ready"), get("/kv/snapshot"); r != 503 || s != 503 {
 		t.Errorf("while bootstrapping: /ready %d, /kv/snapshot %d; want 503, 503", r, s)
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"kvroute/internal/kvevents"
+	"kvroute/internal/nettest"
 	"kvroute/router/prefix"
 )
 
@@ -22,7 +23,7 @@ func TestKVEventsModelSaltsAnEmptyTopic(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			t.Cleanup(cancel)
 			h.fakes = append(h.fakes, newFake(t, "a"))
-			h.addrs["a"], h.replay["a"] = "tcp://"+freeAddr(t), "tcp://"+freeAddr(t)
+			h.addrs["a"], h.replay["a"] = "tcp://"+nettest.FreeAddr(t), "tcp://"+nettest.FreeAddr(t)
 			p, err := kvevents.NewPublisher(ctx, kvevents.PublisherConfig{Endpoint: h.addrs["a"], Bind: true, Replay: h.replay["a"], Buffer: 100})
 			if err != nil {
 				t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"kvroute/internal/kvevents"
+	"kvroute/internal/nettest"
 	"kvroute/router"
 )
 
@@ -72,7 +73,7 @@ func newKVHarness(t *testing.T, names ...string) *kvHarness {
 	t.Cleanup(cancel)
 	for _, n := range names {
 		h.fakes = append(h.fakes, newFake(t, n))
-		h.addrs[n], h.replay[n] = "tcp://"+freeAddr(t), "tcp://"+freeAddr(t)
+		h.addrs[n], h.replay[n] = "tcp://"+nettest.FreeAddr(t), "tcp://"+nettest.FreeAddr(t)
 		h.pubs[n] = h.publisher(ctx, t, n)
 	}
 	return h
@@ -139,7 +140,7 @@ func (h *kvHarness) startOpts(t *testing.T, cfg Config, opts Options) {
 // slow joiner).
 func (h *kvHarness) publishUntil(t *testing.T, name string, from, n, want int) {
 	t.Helper()
-	waitFor(t, fmt.Sprintf("%d blocks of %s", want, name), func() bool {
+	nettest.WaitFor(t, fmt.Sprintf("%d blocks of %s", want, name), func() bool {
 		h.publish(name, storedPayload(from, n))
 		return h.policy().blocks(name) >= want
 	})
@@ -172,28 +173,6 @@ func storedPayload(from, n int) []byte {
 	}
 	return kvevents.Encode(kvevents.Batch{TS: 1, DPRank: -1, Events: []kvevents.Event{
 		{Kind: kvevents.BlockStored, Hashes: hashes, Tokens: toks, BlockSize: 16}}}, kvevents.Named)
-}
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// waitFor polls cond for up to 10 s: the subscriptions run over real sockets.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 // A reload applies kv_events: a backend added with its publisher is subscribed, a removed
@@ -253,15 +232,15 @@ func TestReadmittedBackendKeepsOrDropsItsIndex(t *testing.T) {
 			for range 2000 {
 				h.publish("a", kvevents.Encode(kvevents.Batch{TS: 1, DPRank: -1}, kvevents.Named))
 			}
-			waitFor(t, "the empty batches", func() bool { return h.applied("a") })
+			nettest.WaitFor(t, "the empty batches", func() bool { return h.applied("a") })
 			f := h.fakes[0]
 			f.kill()
-			waitFor(t, "the ejection", func() bool { return !h.g.Backends()[0].Ready })
+			nettest.WaitFor(t, "the ejection", func() bool { return !h.g.Backends()[0].Ready })
 			if got := h.policy().blocks("a"); got != 0 {
 				t.Fatalf("the policy holds %d blocks of an ejected backend", got)
 			}
 			f.revive()
-			waitFor(t, "the re-admission", func() bool { return h.g.Backends()[0].Ready })
+			nettest.WaitFor(t, "the re-admission", func() bool { return h.g.Backends()[0].Ready })
 			if restart {
 				h.pubs["a"].Close()
 				h.pubs["a"], h.sent["a"] = h.publisher(context.Background(), t, "a"), 0 // numbers from 0 again

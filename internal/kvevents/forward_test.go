@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"kvroute/internal/nettest"
 )
 
 // Two replicas that dial (llm-d-inference-sim's --zmq-endpoint) reach two routers through
@@ -11,14 +13,14 @@ import (
 func TestForwarderFansOut(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	in, out := "tcp://"+freeAddr(t), "tcp://"+freeAddr(t)
+	in, out := "tcp://"+nettest.FreeAddr(t), "tcp://"+nettest.FreeAddr(t)
 	f, err := NewForwarder(ctx, ForwarderConfig{Listen: in, Publish: out})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	go f.Run(ctx)
-	if _, err := NewForwarder(ctx, ForwarderConfig{Listen: in, Publish: "tcp://" + freeAddr(t)}); err == nil ||
+	if _, err := NewForwarder(ctx, ForwarderConfig{Listen: in, Publish: "tcp://" + nettest.FreeAddr(t)}); err == nil ||
 		!strings.Contains(err.Error(), "listen "+in) {
 		t.Errorf("a second forwarder on the same endpoint: err = %v, want a listen error", err)
 	}
@@ -40,7 +42,7 @@ func TestForwarderFansOut(t *testing.T) {
 	}
 	toks := seqTokens(0, 16)
 	// Slow joiners on both hops: publish clearing batches until every index has seen both.
-	waitFor(t, "both routers to see both replicas", func() bool {
+	nettest.WaitFor(t, "both routers to see both replicas", func() bool {
 		for _, p := range pubs {
 			_ = p.Publish(payload(Event{Kind: AllBlocksCleared}))
 		}
@@ -57,7 +59,7 @@ func TestForwarderFansOut(t *testing.T) {
 		}
 	}
 	for i, x := range idx {
-		waitFor(t, "the stored blocks", func() bool { return x.Keys("pod1") == 1 && x.Keys("pod2") == 1 })
+		nettest.WaitFor(t, "the stored blocks", func() bool { return x.Keys("pod1") == 1 && x.Keys("pod2") == 1 })
 		if st := x.Stale(); len(st) != 0 && x.Stats().Gaps == 0 {
 			t.Errorf("router %d: stale %v without a gap", i, st)
 		}

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"kvroute/internal/nettest"
 )
 
 // Hostile peers on the event socket: each test sends what an attacker who reaches the port
@@ -23,14 +25,14 @@ func replicaSurvives(t *testing.T, x *Index, addr string) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var pub *Publisher
-	waitFor(t, "a replica's connection", func() bool { // refused while the router is at MaxConns
+	nettest.WaitFor(t, "a replica's connection", func() bool { // refused while the router is at MaxConns
 		var err error
 		pub, err = NewPublisher(ctx, PublisherConfig{Endpoint: "tcp://" + addr, Topic: Topic("pod1", "m")})
 		return err == nil
 	})
 	defer pub.Close()
 	before := x.Stats().Cleared
-	waitFor(t, "a replica's events after the attack", func() bool {
+	nettest.WaitFor(t, "a replica's events after the attack", func() bool {
 		_ = pub.Publish(payload(Event{Kind: AllBlocksCleared}))
 		return x.Stats().Cleared > before
 	})
@@ -88,7 +90,7 @@ func TestHostilePeerBind(t *testing.T) {
 			x, addr := bindSub(t, tc.lim)
 			dialRaw(t, addr, tc.send)
 			replicaSurvives(t, x, addr)
-			waitFor(t, "the closed connection counted", func() bool { return tc.want(x.Stats()) == 1 })
+			nettest.WaitFor(t, "the closed connection counted", func() bool { return tc.want(x.Stats()) == 1 })
 		})
 	}
 }
@@ -114,7 +116,7 @@ func TestConnLimitBind(t *testing.T) {
 	x, addr := bindSub(t, lim)
 	idle := []net.Conn{dialRaw(t, addr, zmtpHello("PUB")), dialRaw(t, addr, zmtpHello("PUB"))}
 	extra := dialRaw(t, addr, zmtpHello("PUB"))
-	waitFor(t, "the third connection refused", func() bool { return x.Stats().ClosedConnLimit == 1 })
+	nettest.WaitFor(t, "the third connection refused", func() bool { return x.Stats().ClosedConnLimit == 1 })
 	if _, err := extra.Read(make([]byte, 1)); err == nil {
 		t.Error("the connection past MaxConns is open")
 	}
@@ -190,7 +192,7 @@ func TestHostilePublisherConnect(t *testing.T) {
 	x := NewIndex(DefaultIndexConfig(), DefaultLimits(), newRecorder())
 	sub := &Subscriber{Index: x, RetryInterval: 10 * time.Millisecond}
 	go func() { _ = sub.Run(ctx, Source{Endpoint: "tcp://" + addr, ID: "r0"}) }()
-	waitFor(t, "events from the second connection", func() bool { return x.Stats().Cleared > 0 })
+	nettest.WaitFor(t, "events from the second connection", func() bool { return x.Stats().Cleared > 0 })
 	if got := x.Stats().ClosedFrameTooLarge; got != 1 {
 		t.Errorf("ClosedFrameTooLarge = %d, want 1", got)
 	}

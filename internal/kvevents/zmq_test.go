@@ -6,36 +6,16 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"kvroute/internal/nettest"
 )
-
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// waitFor polls cond (the subscriber runs in its own goroutine over real sockets).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
 
 // bindSub runs a subscriber listening on a free port that accepts topics of pod1 only,
 // with wire limits lim (zero: the defaults); it returns the index and the host:port.
 func bindSub(t *testing.T, lim WireLimits) (*Index, string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	addr := freeAddr(t)
+	addr := nettest.FreeAddr(t)
 	x := NewIndex(DefaultIndexConfig(), DefaultLimits(), newRecorder())
 	sub := &Subscriber{Index: x, Wire: lim, Resolve: func(pod string) (string, bool) { return "ep-" + pod, pod == "pod1" }}
 	done := make(chan error, 1)
@@ -46,7 +26,7 @@ func bindSub(t *testing.T, lim WireLimits) (*Index, string) {
 			t.Error(err)
 		}
 	})
-	waitFor(t, "the listener", func() bool {
+	nettest.WaitFor(t, "the listener", func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			c.Close()
@@ -77,7 +57,7 @@ func TestSubscriberOverZMQ(t *testing.T) {
 		t.Run(fmt.Sprintf("bind=%v", bind), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			addr, replay := "tcp://"+freeAddr(t), "tcp://"+freeAddr(t)
+			addr, replay := "tcp://"+nettest.FreeAddr(t), "tcp://"+nettest.FreeAddr(t)
 			rec := newRecorder()
 			x := NewIndex(DefaultIndexConfig(), DefaultLimits(), rec)
 			sub := &Subscriber{Index: x, Resolve: func(pod string) (string, bool) { return "ep-" + pod, pod == "pod1" }}
@@ -107,7 +87,7 @@ func TestSubscriberOverZMQ(t *testing.T) {
 			p1, p2 := uint64(1), uint64(2)
 			// A slow joiner misses what is sent before the subscription is up: publish a
 			// clearing batch until it is seen (seq numbers advance as in vLLM).
-			waitFor(t, "the subscription", func() bool {
+			nettest.WaitFor(t, "the subscription", func() bool {
 				_ = pub.Publish(payload(Event{Kind: AllBlocksCleared}))
 				return x.Stats().Cleared > 0
 			})
@@ -119,12 +99,12 @@ func TestSubscriberOverZMQ(t *testing.T) {
 				t.Fatal(err)
 			}
 			if bind { // no replay endpoint: the block after the gap has no known parent
-				waitFor(t, "the gap", func() bool { return len(x.Stale()) == 1 })
+				nettest.WaitFor(t, "the gap", func() bool { return len(x.Stale()) == 1 })
 				if got := x.Keys("ep-pod1"); got != 1 {
 					t.Errorf("keys = %d, want 1", got)
 				}
 			} else {
-				waitFor(t, "the replayed chain", func() bool { return x.Keys("ep-pod1") == 3 })
+				nettest.WaitFor(t, "the replayed chain", func() bool { return x.Keys("ep-pod1") == 3 })
 				if st := x.Stale(); len(st) != 0 {
 					t.Errorf("stale after a replay: %v", st)
 				}
@@ -144,7 +124,7 @@ func TestSubscriberConnectOwnsTopic(t *testing.T) {
 		t.Run(fmt.Sprintf("topic=%q", topic), func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			addr := freeAddr(t)
+			addr := nettest.FreeAddr(t)
 			pub, err := NewPublisher(ctx, PublisherConfig{Endpoint: "tcp://" + addr, Bind: true, Topic: topic})
 			if err != nil {
 				t.Fatal(err)
@@ -154,7 +134,7 @@ func TestSubscriberConnectOwnsTopic(t *testing.T) {
 			sub := &Subscriber{Index: x, Resolve: func(pod string) (string, bool) { return pod, true }}
 			done := make(chan error, 1)
 			go func() { done <- sub.Run(ctx, Source{Endpoint: "tcp://" + addr, ID: "r0"}) }()
-			waitFor(t, "the event under r0", func() bool {
+			nettest.WaitFor(t, "the event under r0", func() bool {
 				_ = pub.Publish(payload(stored([]uint64{1}, nil, seqTokens(0, 16))))
 				return x.Keys("r0") == 1
 			})
@@ -180,7 +160,7 @@ func TestSubscriberBindDropsUnknownTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pub.Close()
-	waitFor(t, "the unknown topic's message counted as dropped", func() bool {
+	nettest.WaitFor(t, "the unknown topic's message counted as dropped", func() bool {
 		_ = pub.Publish(payload(stored([]uint64{1}, nil, seqTokens(0, 16))))
 		return x.Stats().Dropped > 0
 	})
