@@ -68,7 +68,7 @@ func (a agreeSetup) live(t *testing.T) agreeRun {
 		t.Fatal(err)
 	}
 	gcfg := gateway.DefaultConfig()
-	gcfg.Policy, gcfg.Seed, gcfg.DebugHeaders, gcfg.Tokenize.Remote = a.Policy, a.Seed, true, true
+	gcfg.Policy, gcfg.Seed, gcfg.DebugHeaders = a.Policy, a.Seed, true
 	gcfg.Prefill = map[string]router.PrefillPredictor{}
 	var replicas []*emulate.Replica
 	defer func() {

@@ -58,8 +58,7 @@ func startPrecise(t *testing.T, policy string, replicas, routers int) *preciseSy
 	for range routers {
 		gcfg := gateway.DefaultConfig()
 		gcfg.Policy, gcfg.Backends, gcfg.DebugHeaders = policy, urls, true
-		gcfg.KVEvents.Connect = connect
-		gcfg.Tokenize.Remote = true
+		gcfg.KVEvents.Connect = connect // precise-prefix reads token ids: the router asks /tokenize
 		gw, err := gateway.New(gcfg, gateway.Options{OnKVError: func(err error) { t.Errorf("kv events: %v", err) }})
 		if err != nil {
 			t.Fatal(err)
