@@ -11,7 +11,8 @@ import (
 	"syscall"
 	"testing"
 
-	"kvroute/internal/benchload"
+	"kvroute/internal/benchtest"
+	"kvroute/internal/nettest"
 )
 
 // The environment that makes this test binary play one process of BenchmarkProcesses.
@@ -24,7 +25,7 @@ const (
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "backend":
-		err := (&http.Server{Addr: os.Getenv(argsEnv), Handler: benchload.Handler()}).ListenAndServe()
+		err := (&http.Server{Addr: os.Getenv(argsEnv), Handler: benchtest.Handler()}).ListenAndServe()
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	case "route":
@@ -39,7 +40,7 @@ func TestMain(m *testing.M) {
 // versions in the same run ("route-baseline" rows), e.g. one built from an earlier commit.
 const baselineEnv = "KVROUTE_BENCH_ROUTE_BASELINE"
 
-// BenchmarkProcesses measures the router as it is deployed: the backend (internal/benchload's
+// BenchmarkProcesses measures the router as it is deployed: the backend (internal/benchtest's
 // trivial OpenAI-shaped server), the router (policy prefix-score) and nginx (when installed,
 // as the reference) each in a process of its own, the closed-loop load in this one, all on
 // the same machine, for chat bodies of 2 KB, 32 KB and 220 KB at concurrency 1, 64 and 150.
@@ -48,32 +49,32 @@ const baselineEnv = "KVROUTE_BENCH_ROUTE_BASELINE"
 func BenchmarkProcesses(b *testing.B) {
 	type target struct {
 		name, url string
-		cpu       benchload.CPUClock
+		cpu       benchtest.CPUClock
 	}
-	be := benchload.FreeAddr(b)
+	be := nettest.FreeAddr(b)
 	startSelf(b, "backend", be, be)
 	targets := []target{{"direct", "http://" + be, nil}}
 	flags := func(addr string) string {
 		return fmt.Sprintf("-listen %s -backends http://%s -policy prefix-score -log-level warn", addr, be)
 	}
-	addr := benchload.FreeAddr(b)
+	addr := nettest.FreeAddr(b)
 	pid := startSelf(b, "route", addr, flags(addr)+" -drain-delay 0s")
-	targets = append(targets, target{"route", "http://" + addr, benchload.ProcessCPU(pid)})
+	targets = append(targets, target{"route", "http://" + addr, benchtest.ProcessCPU(pid)})
 	if bin := os.Getenv(baselineEnv); bin != "" {
-		addr := benchload.FreeAddr(b)
+		addr := nettest.FreeAddr(b)
 		pid := startBinary(b, "route-baseline", addr, bin, strings.Fields(flags(addr))...)
-		targets = append(targets, target{"route-baseline", "http://" + addr, benchload.ProcessCPU(pid)})
+		targets = append(targets, target{"route-baseline", "http://" + addr, benchtest.ProcessCPU(pid)})
 	}
-	if ngx, pid := benchload.Nginx(b, be); ngx != "" {
-		targets = append(targets, target{"nginx", ngx, benchload.ProcessCPU(pid)})
+	if ngx, pid := benchtest.Nginx(b, be); ngx != "" {
+		targets = append(targets, target{"nginx", ngx, benchtest.ProcessCPU(pid)})
 	}
-	client := benchload.Client()
-	for _, size := range benchload.Sizes {
-		body := benchload.ChatBody(size)
+	client := benchtest.Client()
+	for _, size := range benchtest.Sizes {
+		body := benchtest.ChatBody(size)
 		for _, conc := range []int{1, 64, 150} {
 			for _, t := range targets {
 				b.Run(fmt.Sprintf("size=%dK/c=%d/%s", size>>10, conc, t.name), func(b *testing.B) {
-					benchload.Run(b, client, t.url+"/v1/chat/completions", body, conc, t.cpu)
+					benchtest.Run(b, client, t.url+"/v1/chat/completions", body, conc, t.cpu)
 				})
 			}
 		}
@@ -99,6 +100,6 @@ func startCmd(b *testing.B, name, addr string, cmd *exec.Cmd) int {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = cmd.Process.Signal(syscall.SIGTERM); _ = cmd.Wait() })
-	benchload.WaitListening(b, name, addr)
+	benchtest.WaitListening(b, name, addr)
 	return cmd.Process.Pid
 }

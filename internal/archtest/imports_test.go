@@ -36,9 +36,9 @@ var allowed = map[string][]string{
 	"internal/kvevents":   {"kvroute/router/prefix", "github.com/go-zeromq/zmq4/...", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
 	"internal/loadgen":    {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
 	"internal/archtest":   {},
-	"internal/spares":     {},                        // the bounded free list of ended objects that workloads and sim/cluster reuse
-	"internal/hugepage":   {"golang.org/x/sys/unix"}, // huge-page advice for the engine's block-pool tables
-	"internal/benchload":  {"kvroute/router/routertest"},
+	"internal/spares":     {},                                                        // the bounded free list of ended objects that workloads and sim/cluster reuse
+	"internal/hugepage":   {"golang.org/x/sys/unix"},                                 // huge-page advice for the engine's block-pool tables
+	"internal/benchtest":  {"kvroute/router/routertest", "kvroute/internal/nettest"}, // the proxy benchmarks' harness
 	"internal/e2e":        {},
 	"internal/nettest":    {}, // loopback helpers for tests over real sockets
 	"internal/docref":     {}, // the generated reference of flags and config keys (docs/reference)

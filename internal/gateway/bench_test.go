@@ -8,7 +8,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"kvroute/internal/benchload"
+	"kvroute/internal/benchtest"
 )
 
 // BenchmarkProxy compares requests sent straight to a backend ("direct") with requests sent
@@ -22,7 +22,7 @@ import (
 // process of its own, which it does not count). cmd/route's BenchmarkProcesses measures the
 // router's CPU alone.
 func BenchmarkProxy(b *testing.B) {
-	be1, be2 := httptest.NewServer(benchload.Handler()), httptest.NewServer(benchload.Handler())
+	be1, be2 := httptest.NewServer(benchtest.Handler()), httptest.NewServer(benchtest.Handler())
 	defer be1.Close()
 	defer be2.Close()
 	cfg := DefaultConfig()
@@ -38,18 +38,18 @@ func BenchmarkProxy(b *testing.B) {
 	go func() { _ = g.Run(ctx) }()
 	front := serveGateway(b, g, DefaultServerConfig())
 	relay := tcpRelay(b, be1.Listener.Addr().String())
-	ngx, _ := benchload.Nginx(b, be1.Listener.Addr().String())
+	ngx, _ := benchtest.Nginx(b, be1.Listener.Addr().String())
 
-	client := benchload.Client()
-	for _, size := range benchload.Sizes {
-		body := benchload.ChatBody(size)
+	client := benchtest.Client()
+	for _, size := range benchtest.Sizes {
+		body := benchtest.ChatBody(size)
 		for _, conc := range []int{1, 64, 150} {
 			for _, target := range []struct{ name, url string }{{"direct", be1.URL}, {"gateway", front}, {"tcp-relay", relay}, {"nginx", ngx}} {
 				if target.url == "" {
 					continue
 				}
 				b.Run(fmt.Sprintf("size=%dK/c=%d/%s", size>>10, conc, target.name), func(b *testing.B) {
-					benchload.Run(b, client, target.url+"/v1/chat/completions", body, conc, benchload.SelfCPU)
+					benchtest.Run(b, client, target.url+"/v1/chat/completions", body, conc, benchtest.SelfCPU)
 				})
 			}
 		}

@@ -1,4 +1,4 @@
-package benchload
+package benchtest
 
 import (
 	"os"

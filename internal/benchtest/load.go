@@ -1,8 +1,9 @@
-// Package benchload is the harness of the proxy benchmarks: a trivial OpenAI-shaped backend,
+// Package benchtest is the harness of the proxy benchmarks: a trivial OpenAI-shaped backend,
 // chat bodies of a given size, a closed-loop HTTP load that reports latency percentiles,
 // throughput and CPU time per request, and nginx started as the reference proxy. The gateway's in-process benchmark and cmd/route's
-// benchmark across processes share it, so their figures are comparable.
-package benchload
+// benchmark across processes share it, so their figures are comparable. Like every package
+// named *test it is imported by tests only (internal/archtest checks).
+package benchtest
 
 import (
 	"bytes"

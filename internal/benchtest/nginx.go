@@ -1,4 +1,4 @@
-package benchload
+package benchtest
 
 import (
 	"fmt"
@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"syscall"
 	"testing"
-	"time"
+
+	"kvroute/internal/nettest"
 )
 
 // nginxConf proxies every path to one backend over keep-alive HTTP/1.1, as an operator would
@@ -52,7 +53,7 @@ func Nginx(b *testing.B, backend string) (string, int) {
 			return "", 0
 		}
 	}
-	addr := FreeAddr(b)
+	addr := nettest.FreeAddr(b)
 	dir := b.TempDir()
 	workers, master := 1, "off"
 	if w, _ := strconv.Atoi(os.Getenv("KVROUTE_NGINX_WORKERS")); w > 1 {
@@ -73,26 +74,15 @@ func Nginx(b *testing.B, backend string) (string, int) {
 	return "http://" + addr, cmd.Process.Pid
 }
 
-// FreeAddr returns a loopback address with a free port, for a server in another process.
-func FreeAddr(b *testing.B) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer ln.Close() // the other process binds it again; the kernel does not hand it out this fast
-	return ln.Addr().String()
-}
-
-// WaitListening waits up to 10 s for a server named name to accept connections on addr.
+// WaitListening waits, as nettest.WaitFor does, for a server named name to accept
+// connections on addr.
 func WaitListening(b *testing.B, name, addr string) {
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+	b.Helper()
+	nettest.WaitFor(b, name+" listening on "+addr, func() bool {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
 			_ = c.Close()
-			return
 		}
-		if time.Now().After(deadline) {
-			b.Fatalf("%s did not listen on %s: %v", name, addr, err)
-		}
-	}
+		return err == nil
+	})
 }
