@@ -16,14 +16,14 @@ const module = "kvroute"
 // A package missing from the table fails the test, so a new package needs a row (and a reason).
 var allowed = map[string][]string{
 	"router":              {"kvroute/router/..."},
-	"router/prefix":       {"github.com/cespare/xxhash/v2", "kvroute/blockhash"}, // blockhash: the engine's block key, for KV-event routing
-	"blockhash":           {"github.com/zeebo/xxh3"},                             // the KV block key, one definition for engine and routers
+	"router/prefix":       {"github.com/cespare/xxhash/v2", "kvroute/blockhash", "kvroute/internal/table"}, // blockhash: the engine's block key, for KV-event routing
+	"blockhash":           {"github.com/zeebo/xxh3"},                                                       // the KV block key, one definition for engine and routers
 	"router/tokenize":     {"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader"},
 	"router/routertest":   {"kvroute/router/...", "github.com/google/go-cmp/..."},
 	"gpumodel":            {},
 	"workloads":           {"go.yaml.in/yaml/v3", "kvroute/internal/spares"},
 	"sim":                 {},
-	"sim/engine":          {"kvroute/sim", "kvroute/gpumodel", "kvroute/blockhash", "kvroute/internal/hugepage"}, // blockhash: routers compute the same block keys
+	"sim/engine":          {"kvroute/sim", "kvroute/gpumodel", "kvroute/blockhash", "kvroute/internal/table", "kvroute/internal/hugepage"}, // blockhash: routers compute the same block keys
 	"sim/cluster":         {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "kvroute/internal/spares"},
 	"results":             {}, // records, metrics and summary I/O: what the simulator and loadgen link
 	"results/stats":       {"gonum.org/v1/gonum/..."},
@@ -36,6 +36,7 @@ var allowed = map[string][]string{
 	"internal/kvevents":   {"kvroute/router/prefix", "github.com/go-zeromq/zmq4/...", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
 	"internal/loadgen":    {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
 	"internal/archtest":   {},
+	"internal/table":      {},                                                        // the open-addressing table of hash keys that router/prefix and sim/engine share
 	"internal/spares":     {},                                                        // the bounded free list of ended objects that workloads and sim/cluster reuse
 	"internal/hugepage":   {"golang.org/x/sys/unix"},                                 // huge-page advice for the engine's block-pool tables
 	"internal/benchtest":  {"kvroute/router/routertest", "kvroute/internal/nettest"}, // the proxy benchmarks' harness
@@ -55,7 +56,7 @@ var allowed = map[string][]string{
 var forbiddenStd = []string{"net", "net/http", "log", "log/slog", "os", "os/exec", "math/rand"}
 
 // pure marks the packages (and their subpackages) that forbiddenStd applies to.
-var pure = []string{"router", "sim", "gpumodel"}
+var pure = []string{"router", "sim", "gpumodel", "internal/table"}
 
 type pkg struct {
 	path    string // relative to the module, e.g. "router/prefix"

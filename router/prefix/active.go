@@ -169,7 +169,7 @@ func (a *ActiveBlocks) Shared(hashes []uint64, out []int, found []int32) []int32
 			i = a.act[prev].succ
 		} else {
 			var ok bool
-			if i, ok = a.x.byHash.get(h); !ok || a.act[i].ref0.n == 0 {
+			if i, ok = a.x.byHash.Get(h); !ok || a.act[i].ref0.n == 0 {
 				return found
 			}
 			if prev != none {

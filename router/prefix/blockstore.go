@@ -3,6 +3,8 @@ package prefix
 import (
 	"fmt"
 	"time"
+
+	"kvroute/internal/table"
 )
 
 // DefaultBlockStoreCapacity is AIBrix's default prefix table size, in blocks
@@ -28,7 +30,7 @@ const none int32 = -1
 // them (a sync.RWMutex fits).
 type BlockStore struct {
 	capacity int
-	byHash   table // block hash -> slot in entries
+	byHash   table.Map[int32] // block hash -> slot in entries
 	entries  []blockEntry
 	free     int32 // first free slot, chained through next
 	head     int32 // most recently added
@@ -61,7 +63,7 @@ func NewBlockStore(capacityBlocks int) (*BlockStore, error) {
 }
 
 // Len returns the number of block hashes held, at most Cap.
-func (s *BlockStore) Len() int { return s.byHash.len() }
+func (s *BlockStore) Len() int { return s.byHash.Len() }
 
 // Cap returns the capacity in blocks.
 func (s *BlockStore) Cap() int { return s.capacity }
@@ -105,7 +107,7 @@ func (s *BlockStore) Match(hashes []uint64, candidate []bool, out []int) {
 		}
 		if i == none {
 			var ok bool
-			if i, ok = s.byHash.get(h); !ok {
+			if i, ok = s.byHash.Get(h); !ok {
 				return nil
 			}
 		}
@@ -120,7 +122,7 @@ func (s *BlockStore) holds(i int32, h uint64) bool { return s.entries[i].hash ==
 
 // holdersOf returns block h's holders, or nil for an unknown block.
 func (s *BlockStore) holdersOf(h uint64) *epSet {
-	if i, ok := s.byHash.get(h); ok {
+	if i, ok := s.byHash.Get(h); ok {
 		return &s.entries[i].holders
 	}
 	return nil
@@ -179,7 +181,7 @@ func (s *BlockStore) stamp(now time.Time) int64 {
 func (s *BlockStore) put(h uint64, ep int32, t int64, guess int32) int32 {
 	i, ok := guess, guess != none && s.holds(guess, h)
 	if !ok {
-		i, ok = s.byHash.get(h)
+		i, ok = s.byHash.Get(h)
 	}
 	if ok {
 		e := &s.entries[i]
@@ -195,9 +197,9 @@ func (s *BlockStore) put(h uint64, ep int32, t int64, guess int32) int32 {
 	e.hash, e.last = h, t
 	e.holders.reset()
 	e.holders.add(ep)
-	s.byHash.set(h, i)
+	s.byHash.Set(h, i)
 	s.pushFront(i)
-	for s.byHash.len() > s.capacity {
+	for s.byHash.Len() > s.capacity {
 		s.remove(s.tail)
 	}
 	return none
@@ -218,7 +220,7 @@ func (s *BlockStore) alloc() int32 {
 func (s *BlockStore) remove(i int32) {
 	s.unlink(i)
 	e := &s.entries[i]
-	s.byHash.del(e.hash)
+	s.byHash.Delete(e.hash)
 	e.holders.reset()
 	e.next = s.free
 	s.free = i

@@ -222,7 +222,7 @@ func checkStoreInvariants(t *testing.T, s *BlockStore) {
 		if e.prev != prev {
 			t.Fatalf("slot %d: prev = %d, want %d", i, e.prev, prev)
 		}
-		if got, ok := s.byHash.get(e.hash); !ok || got != i {
+		if got, ok := s.byHash.Get(e.hash); !ok || got != i {
 			t.Fatalf("slot %d: map has %d, %v", i, got, ok)
 		}
 		if e.holders.empty() {
@@ -234,8 +234,8 @@ func checkStoreInvariants(t *testing.T, s *BlockStore) {
 	if prev != s.tail {
 		t.Fatalf("tail = %d, want %d", s.tail, prev)
 	}
-	if seen != s.byHash.len() || seen > s.capacity {
-		t.Fatalf("list has %d entries, map %d, capacity %d", seen, s.byHash.len(), s.capacity)
+	if seen != s.byHash.Len() || seen > s.capacity {
+		t.Fatalf("list has %d entries, map %d, capacity %d", seen, s.byHash.Len(), s.capacity)
 	}
 	free := 0
 	for i := s.free; i != none; i = s.entries[i].next {

@@ -1,6 +1,10 @@
 package prefix
 
-import "slices"
+import (
+	"slices"
+
+	"kvroute/internal/table"
+)
 
 // Holder is one entry of a block in a Holders index: an endpoint and a tag that tells apart
 // entries the same endpoint can have for one block. llm-d's index keys its per-block LRU by
@@ -25,7 +29,7 @@ type Holder struct {
 // Holders is not safe for concurrent use, LeadingRun included (it updates those hints).
 type Holders struct {
 	perKey int
-	byHash table // block hash -> slot
+	byHash table.Map[int32] // block hash -> slot
 	slots  []holderSlot
 	free   int32   // first free slot, chained through next
 	last   []int32 // per endpoint, 1 + the slot it last stored a block in (0: none)
@@ -48,7 +52,7 @@ func NewHolders(perKey int) *Holders {
 
 // Len returns the number of blocks with at least one entry (or held active by an ActiveBlocks
 // sharing the index).
-func (x *Holders) Len() int { return x.byHash.len() }
+func (x *Holders) Len() int { return x.byHash.Len() }
 
 // Store records e as block h's most recently stored entry (moving it there if present);
 // beyond perKey entries the least recent is dropped. A negative endpoint is ignored.
@@ -56,7 +60,7 @@ func (x *Holders) Store(h uint64, e Holder) {
 	if e.Endpoint < 0 {
 		return
 	}
-	i, ok := x.byHash.get(h)
+	i, ok := x.byHash.Get(h)
 	if !ok {
 		i = x.alloc(h)
 	}
@@ -76,7 +80,7 @@ func (x *Holders) Store(h uint64, e Holder) {
 
 // Remove drops entry e of block h, if there.
 func (x *Holders) Remove(h uint64, e Holder) {
-	i, ok := x.byHash.get(h)
+	i, ok := x.byHash.Get(h)
 	if !ok {
 		return
 	}
@@ -131,7 +135,7 @@ func (x *Holders) next(prev int32, h uint64) int32 {
 			return g
 		}
 	}
-	i, ok := x.byHash.get(h)
+	i, ok := x.byHash.Get(h)
 	if !ok {
 		return none
 	}
@@ -174,7 +178,7 @@ func (x *Holders) alloc(h uint64) int32 {
 		i = int32(len(x.slots) - 1)
 	}
 	x.slots[i].hash = h
-	x.byHash.set(h, i)
+	x.byHash.Set(h, i)
 	return i
 }
 
@@ -186,7 +190,7 @@ func (x *Holders) indexed(i int32, h uint64) bool {
 
 // slotFor returns block h's slot, allocating one without entries when h is new.
 func (x *Holders) slotFor(h uint64) int32 {
-	if i, ok := x.byHash.get(h); ok {
+	if i, ok := x.byHash.Get(h); ok {
 		return i
 	}
 	return x.alloc(h)
@@ -195,7 +199,7 @@ func (x *Holders) slotFor(h uint64) int32 {
 // release frees slot i, whose block has no entry left and is not held active.
 func (x *Holders) release(i int32) {
 	s := &x.slots[i]
-	x.byHash.del(s.hash)
+	x.byHash.Delete(s.hash)
 	s.set.reset()
 	s.entries = s.entries[:0]
 	s.next = x.free

@@ -3,6 +3,8 @@ package prefix
 import (
 	"fmt"
 	"math/bits"
+
+	"kvroute/internal/table"
 )
 
 // DefaultIndexCapacity is GIE's default per-endpoint LRU size, in blocks
@@ -22,11 +24,11 @@ const DefaultIndexCapacity = 31_250
 // them.
 type Index struct {
 	defaultCap int
-	entries    entryTable // the blocks, by hash
-	ov         []overflow // endpoint sets beyond one endpoint below 64
+	entries    table.Map[entry] // the blocks, by hash
+	ov         []overflow       // endpoint sets beyond one endpoint below 64
 	freeOv     []int32
 	endpoints  []endpointLRU
-	sink       uint64 // keeps the reads of entryTable.touch
+	sink       uint64 // keeps the reads of entries.Touch
 }
 
 // endpointLRU is one endpoint's LRU as a queue of uses, oldest first: each use of a block
@@ -81,7 +83,7 @@ func (x *Index) Len(ep int32) int {
 }
 
 // Hashes returns how many distinct block hashes the index holds.
-func (x *Index) Hashes() int { return x.entries.n }
+func (x *Index) Hashes() int { return x.entries.Len() }
 
 // Add records that endpoint ep now holds every block in hashes, as GIE does
 // after routing a request: each block becomes the most recently used of ep's
@@ -92,7 +94,7 @@ func (x *Index) Add(hashes []uint64, ep int32) {
 		return
 	}
 	l := x.endpoint(ep)
-	x.sink += x.entries.touch(hashes)
+	x.sink += x.entries.Touch(hashes)
 	if l.n+len(hashes) > l.cap {
 		x.sink += x.touchOldest(l, len(hashes))
 	}
@@ -124,7 +126,7 @@ func (x *Index) Match(hashes []uint64, out []int) {
 	// counts[p][w] holds bit p of the counts of endpoints 64w..64w+63.
 	var counts [maxPlanes][maxStackWords]uint64
 	for _, h := range hashes {
-		e := x.entries.find(h)
+		e := x.entries.Find(h)
 		if e == nil {
 			break
 		}
@@ -152,7 +154,7 @@ const maxPlanes = 12
 // for the stack counters.
 func (x *Index) matchEach(hashes []uint64, out []int) {
 	for _, h := range hashes {
-		e := x.entries.find(h)
+		e := x.entries.Find(h)
 		if e == nil {
 			return
 		}
@@ -188,7 +190,7 @@ func (x *Index) endpoint(ep int32) *endpointLRU {
 
 // add is Add for one hash.
 func (x *Index) add(l *endpointLRU, h uint64, ep int32) {
-	if e := x.entries.find(h); e != nil && x.has(e, ep) {
+	if e := x.entries.Find(h); e != nil && x.has(e, ep) {
 		p := x.pos(e, x.rank(e, ep))
 		l.kill(*p)
 		*p = x.use(l, ep, h) // compaction moves no entry, and skips the dead use: p stays valid
@@ -199,11 +201,7 @@ func (x *Index) add(l *endpointLRU, h uint64, ep int32) {
 		x.evict(l, ep)
 	}
 	p := x.use(l, ep, h)
-	e := x.entries.find(h)
-	if e == nil {
-		e = x.entries.insert(h)
-	}
-	x.join(e, ep, p)
+	x.join(x.entries.At(x.entries.Insert(h)), ep, p)
 	l.n++
 }
 
@@ -271,7 +269,7 @@ func (x *Index) compact(l *endpointLRU, ep int32) {
 			continue
 		}
 		h := l.at(p)
-		e := x.entries.find(h)
+		e := x.entries.Find(h)
 		*x.pos(e, x.rank(e, ep)) = q
 		i := q & uint32(len(l.ring)-1)
 		l.ring[i] = h
@@ -282,12 +280,12 @@ func (x *Index) compact(l *endpointLRU, ep int32) {
 }
 
 // touchOldest reads the entries of up to k of l's oldest live uses, the next ones eviction
-// takes, overlapping their cache misses (see entryTable.touch).
+// takes, overlapping their cache misses (see table.Map.Touch).
 func (x *Index) touchOldest(l *endpointLRU, k int) uint64 {
 	var sink uint64
 	for p := l.head; p != l.tail && k > 0; p++ {
 		if !l.isDead(p) {
-			sink += x.entries.slots[x.entries.home(l.at(p))].key
+			sink += x.entries.TouchKey(l.at(p))
 			k--
 		}
 	}
@@ -302,8 +300,8 @@ func (x *Index) evict(l *endpointLRU, ep int32) {
 	h := l.at(l.head)
 	l.head++
 	l.n--
-	if x.leave(x.entries.find(h), ep) {
-		x.entries.delete(h)
+	if x.leave(x.entries.Find(h), ep) {
+		x.entries.Delete(h)
 	}
 }
 

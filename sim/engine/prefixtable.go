@@ -1,5 +1,7 @@
 package engine
 
+import "kvroute/internal/table"
+
 // prefixTable maps block hashes to blocks, keeping a request's consecutive blocks together
 // in memory. Hashes are chained, so block j's hash fixes the hash of the first block of its
 // group (blocks groupBlocks·⌊j/groupBlocks⌋ onwards), its anchor, and its lane j mod
@@ -21,12 +23,19 @@ package engine
 // pool records each cached block's position (onMove hears when an entry in over moves).
 type prefixTable struct {
 	lines  []lineSlot
-	shift  uint      // 64 − log2(number of lines)
-	over   hashTable // entries whose lane was full; aux is the lane's first slot
+	shift  uint                 // 64 − log2(number of lines)
+	over   table.Map[overEntry] // entries whose lane was full
 	n      int
 	blocks []block // the pool's blocks, whose states record their hashes
 	// onMove, when set, hears that the entry of block1 − 1 moved to position pos.
 	onMove func(block1 int32, pos uint32)
+}
+
+// overEntry is an entry of over: its block and the first slot of its lane, whose count of
+// spilled entries the entry is in.
+type overEntry struct {
+	block int32
+	lane  uint32
 }
 
 // lineSlot is one slot of a line: tag holds bits 40–63 of the block's hash in its high 24
@@ -78,10 +87,10 @@ func (t *prefixTable) reserve(n int, blocks []block) {
 	for l := lines; l > 1; l >>= 1 {
 		t.shift--
 	}
-	t.over.reserve(max(n/8, 64))
-	t.over.onMove = func(block1 int32, i uint64) {
+	t.over.Reserve(max(n/8, 64))
+	t.over.OnMove = func(e *overEntry, i int) {
 		if t.onMove != nil {
-			t.onMove(block1, uint32(len(t.lines))+uint32(i))
+			t.onMove(e.block+1, uint32(len(t.lines))+uint32(i))
 		}
 	}
 }
@@ -112,7 +121,10 @@ func (t *prefixTable) get(k blockKey) (int32, bool) {
 	if s0.tag&spillMask == 0 {
 		return 0, false
 	}
-	return t.over.get(k.hash)
+	if e := t.over.Find(k.hash); e != nil {
+		return e.block, true
+	}
+	return 0, false
 }
 
 // putInEmpty maps k to block b when k's lane is empty and has never spilled, so that the
@@ -145,8 +157,8 @@ func (t *prefixTable) getOrPut(k blockKey, b int32) (c int32, pos uint32, found 
 		return s1.block1 - 1, 0, true
 	}
 	if s0.tag&spillMask != 0 {
-		if c, ok := t.over.get(k.hash); ok {
-			return c, 0, true
+		if e := t.over.Find(k.hash); e != nil {
+			return e.block, 0, true
 		}
 	}
 	t.n++
@@ -168,11 +180,7 @@ func (t *prefixTable) spill(i uint32, k blockKey, b int32) uint32 {
 	if s0 := &t.lines[i]; s0.tag&spillMask != spillMask {
 		s0.tag++
 	}
-	if t.over.full() {
-		t.over.grow()
-	}
-	j := t.over.put(k.hash, b)
-	t.over.slots[j].aux = i
+	j := t.over.Set(k.hash, overEntry{block: b, lane: i})
 	return uint32(len(t.lines)) + uint32(j)
 }
 
@@ -181,7 +189,7 @@ func (t *prefixTable) block(pos uint32) int32 {
 	if int(pos) < len(t.lines) {
 		return t.lines[pos].block1 - 1
 	}
-	return t.over.slots[pos-uint32(len(t.lines))].block1 - 1
+	return t.over.At(int(pos - uint32(len(t.lines)))).block
 }
 
 // key returns the hash of the entry at pos.
@@ -193,7 +201,7 @@ func (t *prefixTable) setBlock(pos uint32, b int32) {
 		t.lines[pos].block1 = b + 1
 		return
 	}
-	t.over.slots[pos-uint32(len(t.lines))].block1 = b + 1
+	t.over.At(int(pos - uint32(len(t.lines)))).block = b
 }
 
 // deleteAt removes the entry at pos.
@@ -203,11 +211,11 @@ func (t *prefixTable) deleteAt(pos uint32) {
 		return
 	}
 	t.n--
-	i := uint64(pos - uint32(len(t.lines)))
-	if s0 := &t.lines[t.over.slots[i].aux]; s0.tag&spillMask != spillMask {
+	i := int(pos - uint32(len(t.lines)))
+	if s0 := &t.lines[t.over.At(i).lane]; s0.tag&spillMask != spillMask {
 		s0.tag--
 	}
-	t.over.deleteAt(i)
+	t.over.DeleteAt(i)
 }
 
 // deleteInLine removes the entry at pos, a slot of lines. A first slot keeps its lane's
@@ -243,5 +251,5 @@ func (t *prefixTable) touchPos(pos uint32) uint64 {
 	if int(pos) < len(t.lines) {
 		return uint64(t.lines[pos].tag)
 	}
-	return t.over.slots[pos-uint32(len(t.lines))].key
+	return t.over.KeyAt(int(pos - uint32(len(t.lines))))
 }

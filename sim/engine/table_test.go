@@ -6,57 +6,6 @@ import (
 	"testing"
 )
 
-// TestHashTableAgainstMap runs random puts, lookups and deletes on a hashTable and a map, and
-// checks that each entry keeps its aux through moves and growth.
-func TestHashTableAgainstMap(t *testing.T) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for round := range 50 {
-		var tab hashTable
-		want := map[uint64]int32{}
-		// Few distinct keys with a poor spread, so that probe runs collide and wrap.
-		key := func() uint64 { return uint64(r.IntN(300)) << (r.IntN(3) * 20) }
-		for step := range 3000 {
-			switch r.IntN(10) {
-			case 0: // delete a random third of the keys
-				for k := range want {
-					if r.IntN(3) == 0 {
-						i, ok := slotOf(&tab, k)
-						if !ok {
-							t.Fatalf("round %d step %d: key %d is in no slot", round, step, k)
-						}
-						tab.deleteAt(i)
-						delete(want, k)
-					}
-				}
-			case 1, 2, 3, 4:
-				k, b := key(), r.Int32N(1000)
-				if tab.full() {
-					tab.grow()
-				}
-				tab.slots[tab.put(k, b)].aux = uint32(k >> 3) // the owner's: kept as entries move
-				want[k] = b
-			default:
-				k := key()
-				b, ok := tab.get(k)
-				if wb, wok := want[k]; ok != wok || b != wb {
-					t.Fatalf("round %d step %d: get(%d) = %d, %v; want %d, %v", round, step, k, b, ok, wb, wok)
-				}
-			}
-			if tab.n != len(want) {
-				t.Fatalf("round %d step %d: %d entries, want %d", round, step, tab.n, len(want))
-			}
-		}
-		for k, wb := range want {
-			if b, ok := tab.get(k); !ok || b != wb {
-				t.Fatalf("round %d: get(%d) = %d, %v; want %d", round, k, b, ok, wb)
-			}
-			if i, _ := slotOf(&tab, k); tab.slots[i].aux != uint32(k>>3) {
-				t.Fatalf("round %d: key %d's aux is %d, want %d", round, k, tab.slots[i].aux, k>>3)
-			}
-		}
-	}
-}
-
 // TestPrefixTableAgainstMap runs random inserts (putInEmpty, else getOrPut), lookups (getOrPut
 // too) and removals on a prefixTable and a map, with few anchors so that lines fill and
 // spill, tracking each entry's position through onMove as the block pool does.
@@ -155,30 +104,17 @@ func TestPrefixTableSpillCountSticks(t *testing.T) {
 			t.Fatalf("after removing key %d: %v", h, err)
 		}
 	}
-	if tab.n != 0 || tab.over.n != 0 {
-		t.Fatalf("%d entries (%d in the overflow table) left", tab.n, tab.over.n)
+	if tab.n != 0 || tab.over.Len() != 0 {
+		t.Fatalf("%d entries (%d in the overflow table) left", tab.n, tab.over.Len())
 	}
-}
-
-// slotOf returns the slot of t holding key, looking at every slot rather than probing as
-// the table does.
-func slotOf(t *hashTable, key uint64) (uint64, bool) {
-	for i, s := range t.slots {
-		if s.block1 != 0 && s.key == key {
-			return uint64(i), true
-		}
-	}
-	return 0, false
 }
 
 // checkLanes checks that each lane's first slot says whether its second is taken, and counts
 // the lane's entries in the overflow table.
 func checkLanes(t *prefixTable) error {
 	spilled := map[uint32]uint32{}
-	for _, e := range t.over.slots {
-		if e.block1 != 0 {
-			spilled[e.aux]++
-		}
+	for _, e := range t.over.All() {
+		spilled[e.lane]++
 	}
 	for l := 0; l < len(t.lines); l += lineSlots {
 		for i := uint32(l); i < uint32(l+groupBlocks); i++ {

@@ -9,12 +9,11 @@ import (
 // touches one slot: the endpoints holding the block and, for each, the position of its latest
 // use in that endpoint's use queue. Endpoints 0..63 and the position of the lowest-ranked
 // endpoint live inline; a block held by more endpoints, or by one beyond 63, spills into an
-// overflow record.
+// overflow record. The zero entry is an empty set without one.
 type entry struct {
-	key  uint64
 	lo   uint64 // endpoints 0..63
 	pos0 uint32 // queue position of the use by the endpoint of rank 0
-	ov   int32  // 0: an empty slot; 1: no overflow; 2 + i: overflow record Index.ov[i]
+	ov   int32  // 0: no overflow; 1 + i: overflow record Index.ov[i]
 }
 
 // overflow holds the rest of a block's endpoint set and positions.
@@ -23,110 +22,13 @@ type overflow struct {
 	pos  []uint32 // positions of the endpoints of rank 1, 2, …
 }
 
-// entryTable is an open-addressing hash table of entries keyed by block hash: linear probing,
-// backward-shift deletion (no tombstones), load factor at most 1/2. Entries move on insert
-// (growth) and delete, so pointers to them are valid only until the next of either.
-type entryTable struct {
-	slots []entry // len is a power of two, or 0
-	shift uint    // 64 − log2(len(slots))
-	n     int
-}
-
-func (t *entryTable) home(key uint64) uint64 { return (key * 0x9E3779B97F4A7C15) >> t.shift }
-
-// find returns key's entry, or nil.
-func (t *entryTable) find(key uint64) *entry {
-	if t.n == 0 {
-		return nil
-	}
-	mask := uint64(len(t.slots) - 1)
-	for i := t.home(key); ; i = (i + 1) & mask {
-		e := &t.slots[i]
-		if e.ov == 0 {
-			return nil
-		}
-		if e.key == key {
-			return e
-		}
-	}
-}
-
-// touch reads the home slot of each key and returns a value made of them, which the caller
-// keeps so that the reads are not dropped. The reads do not depend on each other, so the
-// processor overlaps their cache misses; the lookups that follow then find the slots cached
-// instead of missing one after another.
-func (t *entryTable) touch(keys []uint64) uint64 {
-	var sink uint64
-	if len(t.slots) == 0 {
-		return 0
-	}
-	for _, k := range keys {
-		sink += t.slots[t.home(k)].key
-	}
-	return sink
-}
-
-// insert adds an empty entry for key, which must be absent, and returns it.
-func (t *entryTable) insert(key uint64) *entry {
-	if 2*(t.n+1) > len(t.slots) {
-		t.grow()
-	}
-	mask := uint64(len(t.slots) - 1)
-	i := t.home(key)
-	for t.slots[i].ov != 0 {
-		i = (i + 1) & mask
-	}
-	t.slots[i] = entry{key: key, ov: 1}
-	t.n++
-	return &t.slots[i]
-}
-
-// delete removes key's entry, shifting later members of its probe run back.
-func (t *entryTable) delete(key uint64) {
-	mask := uint64(len(t.slots) - 1)
-	i := t.home(key)
-	for ; t.slots[i].key != key || t.slots[i].ov == 0; i = (i + 1) & mask {
-		if t.slots[i].ov == 0 {
-			return
-		}
-	}
-	for j := (i + 1) & mask; t.slots[j].ov != 0; j = (j + 1) & mask {
-		// Move j back into the hole at i unless its home lies cyclically in (i, j].
-		if h := t.home(t.slots[j].key); (j-h)&mask >= (j-i)&mask {
-			t.slots[i] = t.slots[j]
-			i = j
-		}
-	}
-	t.slots[i] = entry{}
-	t.n--
-}
-
-func (t *entryTable) grow() {
-	old := t.slots
-	size := max(2*len(old), minTableSlots)
-	t.slots = make([]entry, size)
-	t.shift = uint(64 - bits.TrailingZeros(uint(size)))
-	t.n = 0
-	mask := uint64(size - 1)
-	for _, e := range old {
-		if e.ov != 0 {
-			i := t.home(e.key)
-			for t.slots[i].ov != 0 {
-				i = (i + 1) & mask
-			}
-			t.slots[i] = e
-			t.n++
-		}
-	}
-}
-
 // word returns word w of e's endpoint set.
 func (x *Index) word(e *entry, w int) uint64 {
 	if w == 0 {
 		return e.lo
 	}
-	if e.ov > 1 {
-		if more := x.ov[e.ov-2].more; w-1 < len(more) {
+	if e.ov > 0 {
+		if more := x.ov[e.ov-1].more; w-1 < len(more) {
 			return more[w-1]
 		}
 	}
@@ -136,8 +38,8 @@ func (x *Index) word(e *entry, w int) uint64 {
 // spans returns how many of the first words words of e's endpoint set can be non-zero: one
 // unless it has an overflow record.
 func (x *Index) spans(e *entry, words int) int {
-	if e.ov > 1 {
-		return min(words, 1+len(x.ov[e.ov-2].more))
+	if e.ov > 0 {
+		return min(words, 1+len(x.ov[e.ov-1].more))
 	}
 	return min(words, 1)
 }
@@ -165,19 +67,19 @@ func (x *Index) pos(e *entry, r int) *uint32 {
 	if r == 0 {
 		return &e.pos0
 	}
-	return &x.ov[e.ov-2].pos[r-1]
+	return &x.ov[e.ov-1].pos[r-1]
 }
 
 // join adds ep, absent, to e's endpoints with position p.
 func (x *Index) join(e *entry, ep int32, p uint32) {
-	if e.lo == 0 && e.ov == 1 && ep < 64 {
+	if e.lo == 0 && e.ov == 0 && ep < 64 {
 		e.lo, e.pos0 = uint64(1)<<ep, p // the only endpoint
 		return
 	}
-	if e.ov == 1 {
+	if e.ov == 0 {
 		e.ov = x.newOverflow()
 	}
-	o := &x.ov[e.ov-2]
+	o := &x.ov[e.ov-1]
 	if w := int(ep >> 6); w == 0 {
 		e.lo |= uint64(1) << ep
 	} else {
@@ -203,15 +105,15 @@ func (x *Index) leave(e *entry, ep int32) bool {
 	if w := int(ep >> 6); w == 0 {
 		e.lo &^= uint64(1) << ep
 	} else {
-		x.ov[e.ov-2].more[w-1] &^= uint64(1) << (ep & 63)
+		x.ov[e.ov-1].more[w-1] &^= uint64(1) << (ep & 63)
 	}
-	if e.ov == 1 {
+	if e.ov == 0 {
 		return e.lo == 0
 	}
-	o := &x.ov[e.ov-2]
+	o := &x.ov[e.ov-1]
 	if len(o.pos) == 0 { // ep was the only endpoint
 		x.freeOverflow(e.ov)
-		e.ov = 1
+		e.ov = 0
 		return true
 	}
 	if r == 0 {
@@ -225,8 +127,8 @@ func (x *Index) leave(e *entry, ep int32) bool {
 // size returns the number of e's endpoints.
 func (x *Index) size(e *entry) int {
 	n := bits.OnesCount64(e.lo)
-	if e.ov > 1 {
-		for _, w := range x.ov[e.ov-2].more {
+	if e.ov > 0 {
+		for _, w := range x.ov[e.ov-1].more {
 			n += bits.OnesCount64(w)
 		}
 	}
@@ -238,14 +140,14 @@ func (x *Index) newOverflow() int32 {
 	if k := len(x.freeOv); k > 0 {
 		i := x.freeOv[k-1]
 		x.freeOv = x.freeOv[:k-1]
-		return i + 2
+		return i + 1
 	}
 	x.ov = append(x.ov, overflow{})
-	return int32(len(x.ov)) + 1
+	return int32(len(x.ov))
 }
 
 func (x *Index) freeOverflow(ov int32) {
-	o := &x.ov[ov-2]
+	o := &x.ov[ov-1]
 	o.more, o.pos = o.more[:0], o.pos[:0]
-	x.freeOv = append(x.freeOv, ov-2)
+	x.freeOv = append(x.freeOv, ov-1)
 }
