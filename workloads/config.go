@@ -1,13 +1,10 @@
 package workloads
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"time"
 
-	"go.yaml.in/yaml/v3"
+	"kvroute/internal/strictyaml"
 )
 
 // Kind selects a workload source.
@@ -240,17 +237,8 @@ func DefaultConfig() Config {
 // fields stay zero, meaning their defaults; call Validate before use. Name labels errors.
 func ParseConfig(name string, data []byte) (Config, error) {
 	var c Config
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
-		if errors.Is(err, io.EOF) {
-			return Config{}, nil
-		}
+	if err := strictyaml.Decode(data, &c); err != nil {
 		return Config{}, fmt.Errorf("workloads: config %s: %w: %v", name, ErrMalformed, err)
-	}
-	var extra yaml.Node
-	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
-		return Config{}, fmt.Errorf("workloads: config %s: %w: want one YAML document", name, ErrMalformed)
 	}
 	return c, nil
 }

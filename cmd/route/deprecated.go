@@ -1,10 +1,9 @@
 package main
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
+
+	"kvroute/internal/strictyaml"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -13,24 +12,15 @@ import (
 // deprecated spellings (policy_params, health.scrape_interval) are first rewritten to the
 // current ones (migrate), each adding a warning to c.deprecated.
 func decodeYAML(data []byte, c *fileConfig) error {
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, err := strictyaml.Parse(data)
+	if err != nil || doc == nil || len(doc.Content) == 0 { // nil: an empty file
 		return err
-	}
-	if len(doc.Content) == 0 { // an empty file
-		return nil
 	}
 	warnings, err := migrate(doc.Content[0], c.Policy.Name)
 	if err != nil {
 		return err
 	}
-	var buf bytes.Buffer
-	if err := yaml.NewEncoder(&buf).Encode(&doc); err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(&buf)
-	dec.KnownFields(true)
-	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+	if err := strictyaml.DecodeNode(doc, c); err != nil {
 		return err
 	}
 	c.deprecated = append(c.deprecated, warnings...)

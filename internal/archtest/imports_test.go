@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"router/tokenize":     {"github.com/pkoukk/tiktoken-go", "github.com/pkoukk/tiktoken-go-loader"},
 	"router/routertest":   {"kvroute/router/...", "github.com/google/go-cmp/..."},
 	"gpumodel":            {},
-	"workloads":           {"go.yaml.in/yaml/v3", "kvroute/internal/spares"},
+	"workloads":           {"kvroute/internal/strictyaml", "kvroute/internal/spares"},
 	"sim":                 {},
 	"sim/engine":          {"kvroute/sim", "kvroute/gpumodel", "kvroute/blockhash", "kvroute/internal/table", "kvroute/internal/hugepage"}, // blockhash: routers compute the same block keys
 	"sim/cluster":         {"kvroute/sim/...", "kvroute/router/...", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "kvroute/internal/spares"},
@@ -36,7 +36,8 @@ var allowed = map[string][]string{
 	"internal/kvevents":   {"kvroute/router/prefix", "github.com/go-zeromq/zmq4/...", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},
 	"internal/loadgen":    {"kvroute/workloads", "kvroute/results", "kvroute/internal/openai", "kvroute/internal/vllm"},
 	"internal/archtest":   {},
-	"internal/table":      {},                                                        // the open-addressing table of hash keys that router/prefix and sim/engine share
+	"internal/table":      {},
+	"internal/strictyaml": {"go.yaml.in/yaml/v3"},                                    // the one strict decoder of YAML config files                                                        // the open-addressing table of hash keys that router/prefix and sim/engine share
 	"internal/spares":     {},                                                        // the bounded free list of ended objects that workloads and sim/cluster reuse
 	"internal/hugepage":   {"golang.org/x/sys/unix"},                                 // huge-page advice for the engine's block-pool tables
 	"internal/benchtest":  {"kvroute/router/routertest", "kvroute/internal/nettest"}, // the proxy benchmarks' harness
@@ -46,7 +47,7 @@ var allowed = map[string][]string{
 	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
 	// internal/sweep: gpumodel and sim/engine because it resolves fleet sections into engine
 	// configurations, the one resolver cmd/simulate, cmd/emulate and cmd/route share.
-	"internal/sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router/tokenize", "go.yaml.in/yaml/v3"},
+	"internal/sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router/tokenize", "go.yaml.in/yaml/v3", "kvroute/internal/strictyaml"},
 	// sweeprun runs a sweep file's simulations for cmd/simulate, tests and library users.
 	"sweeprun": {"kvroute/internal/sweep", "kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "go.yaml.in/yaml/v3"},
 }

@@ -1,14 +1,13 @@
 package sweep
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"kvroute/internal/strictyaml"
 	"kvroute/workloads"
 )
 
@@ -156,27 +155,20 @@ var sweepable = map[string]bool{"fleet": true, "workload": true, "arrival": true
 // Parse reads a sweep file strictly and expands it into points; name labels errors. It checks
 // the shape of the file, not its values: see Point.Validate.
 func Parse(data []byte, name string) ([]Point, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	root, err := strictyaml.Parse(data)
+	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
+	if root == nil || len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
 		return nil, fmt.Errorf("%s: want a mapping at the top level", name)
 	}
 	axes := collectAxes(root.Content[0], "")
-	fields := map[int]string{}
-	fieldLines(root.Content[0], "", fields)
-	lines := map[string]int{}
-	for line, path := range fields {
-		if l, ok := lines[path]; !ok || line < l {
-			lines[path] = line
-		}
-	}
+	lines := strictyaml.Fields(root.Content[0])
 	var points []Point
-	err := expand(root.Content[0], axes, 0, nil, func(doc *yaml.Node, vals []AxisValue) error {
-		f, err := decodeStrict(doc, name)
-		if err != nil {
-			return nameFields(err, fields)
+	err = expand(root.Content[0], axes, 0, nil, func(doc *yaml.Node, vals []AxisValue) error {
+		var f File
+		if err := strictyaml.DecodeNode(doc, &f); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		points = append(points, Point{File: f, Axes: append([]AxisValue(nil), vals...), lines: lines})
 		return nil
@@ -239,21 +231,6 @@ func expand(doc *yaml.Node, axes []axis, k int, vals []AxisValue, visit func(*ya
 	return nil
 }
 
-func decodeStrict(doc *yaml.Node, name string) (File, error) {
-	var buf bytes.Buffer
-	enc := yaml.NewEncoder(&buf)
-	if err := enc.Encode(doc); err != nil {
-		return File{}, fmt.Errorf("%s: %w", name, err)
-	}
-	dec := yaml.NewDecoder(&buf)
-	dec.KnownFields(true)
-	var f File
-	if err := dec.Decode(&f); err != nil {
-		return File{}, fmt.Errorf("%s: %w", name, err)
-	}
-	return f, nil
-}
-
 // Label names a point by its axis values ("base" when nothing is swept).
 func (p Point) Label() string {
 	if len(p.Axes) == 0 {
@@ -264,44 +241,4 @@ func (p Point) Label() string {
 		parts[i] = a.Path[strings.LastIndexByte(a.Path, '.')+1:] + "=" + a.Value
 	}
 	return strings.Join(parts, ",")
-}
-
-// fieldLines maps each line holding a value to the dotted path of its field.
-func fieldLines(n *yaml.Node, prefix string, out map[int]string) {
-	switch n.Kind {
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			path := strings.TrimPrefix(prefix+"."+n.Content[i].Value, ".")
-			out[n.Content[i].Line] = path
-			out[n.Content[i+1].Line] = path
-			fieldLines(n.Content[i+1], path, out)
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			path := fmt.Sprintf("%s[%d]", prefix, i)
-			if c.Kind != yaml.ScalarNode {
-				out[c.Line] = path
-			}
-			fieldLines(c, path, out)
-		}
-	}
-}
-
-// nameFields adds the field's path to each "line N:" of a YAML decoding error.
-func nameFields(err error, fields map[int]string) error {
-	msg := err.Error()
-	var b strings.Builder
-	for i, line := range strings.Split(msg, "\n") {
-		if i > 0 {
-			b.WriteByte('\n')
-		}
-		b.WriteString(line)
-		var n int
-		if k := strings.Index(line, "line "); k >= 0 {
-			if _, scanErr := fmt.Sscanf(line[k:], "line %d:", &n); scanErr == nil && fields[n] != "" {
-				fmt.Fprintf(&b, " (field %s)", fields[n])
-			}
-		}
-	}
-	return errors.New(b.String())
 }

@@ -54,6 +54,16 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 	}
 }
 
+// TestParseErrorsAfterAnAxisNameTheirOwnLine checks that an unknown key below a swept list
+// is reported at its own line and path, although expansion replaced the list by one value.
+func TestParseErrorsAfterAnAxisNameTheirOwnLine(t *testing.T) {
+	bad := "# a comment\n\nfleet:\n  replicas: [2, 4]\n\n  gpu: H100-SXM-80GB\n  bogus: 3\n"
+	_, err := Parse([]byte(bad), "t.yaml")
+	if err == nil || !strings.Contains(err.Error(), "t.yaml: line 7 (field fleet.bogus)") {
+		t.Fatalf("error %v: want t.yaml: line 7 (field fleet.bogus)", err)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	noCap := strings.Replace(file, "requests: 50\n", "", 1)
 	points, err := Parse([]byte(noCap), "t.yaml")
