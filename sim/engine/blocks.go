@@ -1,6 +1,6 @@
 package engine
 
-import "kvroute/internal/hugepage"
+import "kvroute/sim/engine/internal/hugepage"
 
 // blockPool is vLLM's KV block pool: ref counts, the free queue (head evicted first) and the
 // table from block hash to cached block. Block ids are 0..n-1. A block's state is what
