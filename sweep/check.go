@@ -1,24 +1,16 @@
-package sweeprun
+package sweep
 
 import (
 	"errors"
 	"fmt"
 
 	"kvroute/gpumodel"
-	"kvroute/internal/sweep"
 )
 
-// Point is one scenario of a sweep, with what the simulator needs beyond the file: the GPU
-// and model catalog its fleet is looked up in.
-type Point struct {
-	sweep.Point
-	cat gpumodel.Catalog
-}
-
-// Parse reads a sweep file (see package sweep) and checks every point can be simulated: its
-// fleet, workload, router, policies and SLO. name labels errors.
+// Parse reads a sweep file (Expand) and checks that every point can be simulated against its
+// GPU and model catalog: its fleet, workload, router, policies and SLO. name labels errors.
 func Parse(data []byte, name string) ([]Point, error) {
-	pts, err := sweep.Parse(data, name)
+	pts, err := Expand(data, name)
 	if err != nil {
 		return nil, err
 	}
@@ -28,12 +20,13 @@ func Parse(data []byte, name string) ([]Point, error) {
 	for i, p := range pts {
 		cat, ok := cats[p.Catalog]
 		if !ok {
-			if cat, err = sweep.LoadCatalog(p.Catalog); err != nil {
+			if cat, err = LoadCatalog(p.Catalog); err != nil {
 				return nil, fmt.Errorf("%s: catalog: %w", name, err)
 			}
 			cats[p.Catalog] = cat
 		}
-		points[i] = Point{p, cat}
+		p.cat = cat
+		points[i] = p
 		if err := points[i].validate(); err != nil && len(errs) < 5 {
 			errs = append(errs, fmt.Errorf("%s: %s: %w", name, p.Label(), err))
 		}

@@ -164,7 +164,7 @@ func LoadCatalog(path string) (gpumodel.Catalog, error) {
 // Parse decodes it, strictly; it may hold nothing but a fleet section. The fleet must not be
 // swept, and the file must have one. name labels errors.
 func ReadFleet(data []byte, name string) (FleetConfig, string, error) {
-	pts, err := Parse(data, name)
+	pts, err := Expand(data, name)
 	if err != nil {
 		return FleetConfig{}, "", err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"kvroute/gpumodel"
 	"kvroute/internal/strictyaml"
 	"kvroute/workloads"
 )
@@ -136,7 +137,8 @@ type SLOConfig struct {
 type Point struct {
 	File
 	Axes  []AxisValue
-	lines map[string]int // the first line of each field's path in the file
+	lines map[string]int   // the first line of each field's path in the file
+	cat   gpumodel.Catalog // the GPU and model catalog the fleet is looked up in (Parse)
 }
 
 // Line returns the line of the sweep file where the field at path ("fleet.vllm") is set, or
@@ -152,9 +154,10 @@ type AxisValue struct {
 // sweepable are the sections whose scalar lists are sweep axes.
 var sweepable = map[string]bool{"fleet": true, "workload": true, "arrival": true, "router": true}
 
-// Parse reads a sweep file strictly and expands it into points; name labels errors. It checks
-// the shape of the file, not its values: see Point.Validate.
-func Parse(data []byte, name string) ([]Point, error) {
+// Expand reads a sweep file strictly and expands it into points; name labels errors. It checks
+// the shape of the file, not its values (see Point.Validate), and loads no catalog: Parse does
+// both, for points that are to be simulated.
+func Expand(data []byte, name string) ([]Point, error) {
 	root, err := strictyaml.Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)

@@ -16,7 +16,7 @@ policies: [round-robin, {name: prefix-cache, block_size: 64}]
 `
 
 func TestParseExpandsAxesAndKeysLoads(t *testing.T) {
-	points, err := Parse([]byte(file), "t.yaml")
+	points, err := Expand([]byte(file), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestParseExpandsAxesAndKeysLoads(t *testing.T) {
 
 func TestParseErrorsNameFileLineAndField(t *testing.T) {
 	bad := strings.Replace(file, "metrics_interval: 50ms", "metrics_interval: soon", 1)
-	_, err := Parse([]byte(bad), "t.yaml")
+	_, err := Expand([]byte(bad), "t.yaml")
 	if err == nil || !strings.Contains(err.Error(), "t.yaml") || !strings.Contains(err.Error(), "line 7") ||
 		!strings.Contains(err.Error(), "field router.metrics_interval") {
 		t.Fatalf("error %v: want the file, line 7 and field router.metrics_interval", err)
@@ -58,7 +58,7 @@ func TestParseErrorsNameFileLineAndField(t *testing.T) {
 // is reported at its own line and path, although expansion replaced the list by one value.
 func TestParseErrorsAfterAnAxisNameTheirOwnLine(t *testing.T) {
 	bad := "# a comment\n\nfleet:\n  replicas: [2, 4]\n\n  gpu: H100-SXM-80GB\n  bogus: 3\n"
-	_, err := Parse([]byte(bad), "t.yaml")
+	_, err := Expand([]byte(bad), "t.yaml")
 	if err == nil || !strings.Contains(err.Error(), "t.yaml: line 7 (field fleet.bogus)") {
 		t.Fatalf("error %v: want t.yaml: line 7 (field fleet.bogus)", err)
 	}
@@ -66,7 +66,7 @@ func TestParseErrorsAfterAnAxisNameTheirOwnLine(t *testing.T) {
 
 func TestValidate(t *testing.T) {
 	noCap := strings.Replace(file, "requests: 50\n", "", 1)
-	points, err := Parse([]byte(noCap), "t.yaml")
+	points, err := Expand([]byte(noCap), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestValidate(t *testing.T) {
 func TestStagesEndTheRun(t *testing.T) {
 	staged := strings.Replace(strings.Replace(file, "requests: 50\n", "", 1),
 		"arrival: {process: poisson, rate: [10, 20]}", "arrival: {stages: [{rate: 10, duration: 2s}, {rate: 20, duration: 1s}]}", 1)
-	points, err := Parse([]byte(staged), "t.yaml")
+	points, err := Expand([]byte(staged), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +107,7 @@ func TestReplications(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			points, err := Parse([]byte(strings.Replace(file, "seed: 3\n", "seed: 3\n"+tc.line, 1)), "t.yaml")
+			points, err := Expand([]byte(strings.Replace(file, "seed: 3\n", "seed: 3\n"+tc.line, 1)), "t.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package sweeprun
+package sweep
 
 import (
 	"cmp"
@@ -8,7 +8,6 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"kvroute/internal/sweep"
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/sim/cluster"
@@ -20,7 +19,7 @@ type Job struct {
 	Index  int    // its place in Plan's order
 	Name   string // the run's name in the results
 	Point  Point
-	Policy sweep.PolicySpec
+	Policy PolicySpec
 	Rep    int
 }
 
@@ -163,7 +162,7 @@ func ResolvedConfig(points []Point) ([]byte, error) {
 		Point        string           `yaml:"point"`
 		WorkloadSeed uint64           `yaml:"workload_seed"`
 		RouterSeed   uint64           `yaml:"router_seed"`
-		File         sweep.File       `yaml:",inline"`
+		File         File             `yaml:",inline"`
 		Resolved     workloads.Config `yaml:"resolved_workload"`
 
 		// RepSeeds are the workload and router seeds of replications 2..N.

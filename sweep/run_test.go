@@ -1,4 +1,4 @@
-package sweeprun
+package sweep
 
 import (
 	"os"

@@ -1,10 +1,9 @@
-package sweeprun
+package sweep
 
 import (
 	"errors"
 	"fmt"
 
-	"kvroute/internal/sweep"
 	"kvroute/router"
 	"kvroute/sim/cluster"
 	"kvroute/sim/engine"
@@ -34,7 +33,7 @@ func (p Point) validate() error {
 	return errors.Join(errs...)
 }
 
-// fleet builds the replicas' engine configurations (sweep.FleetConfig.Engines); an error
+// fleet builds the replicas' engine configurations (FleetConfig.Engines); an error
 // about a key the file sets names the key's line.
 func (p Point) fleet() ([]engine.Config, error) {
 	reps, err := p.Fleet.Engines(p.cat, "fleet")
@@ -43,7 +42,7 @@ func (p Point) fleet() ([]engine.Config, error) {
 	}
 	var errs []error
 	for _, e := range unjoin(err) {
-		var ke *sweep.KeyError
+		var ke *KeyError
 		if errors.As(e, &ke) && p.Line(ke.Key) > 0 {
 			e = fmt.Errorf("line %d: %w", p.Line(ke.Key), e)
 		}

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"kvroute/internal/sweep"
+	"kvroute/sweep"
 )
 
 // fleetFlags are the flags that describe the replicas with a sweep file's fleet keys. They

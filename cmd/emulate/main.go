@@ -39,8 +39,8 @@ import (
 	"time"
 
 	"kvroute/internal/emulate"
-	"kvroute/internal/sweep"
 	"kvroute/sim/cluster"
+	"kvroute/sweep"
 )
 
 func main() {

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kvroute/gpumodel"
-	"kvroute/internal/sweep"
+	"kvroute/sweep"
 )
 
 // TestVocabularySweepAndEmulate decodes the shared vocabulary's fragments as a sweep file,
@@ -18,7 +18,7 @@ import (
 // replicas: the same count, deployment, KV blocks and release. cmd/route's vocabulary test
 // does the same for the router.
 func TestVocabularySweepAndEmulate(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "sweep", "testdata", "vocabulary.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "sweep", "testdata", "vocabulary.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +38,7 @@ func TestVocabularySweepAndEmulate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	points, err := sweep.Parse([]byte(src), "sweep.yaml")
+	points, err := sweep.Expand([]byte(src), "sweep.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

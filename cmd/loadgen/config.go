@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"kvroute/internal/sweep"
+	"kvroute/sweep"
 )
 
 // Point is one load level (or other workload variant) of a sweep file. The file is
@@ -39,7 +39,7 @@ func (p Point) model() string { return p.Fleet.Model }
 // under fleet and router are simulator axes, recorded but not multiplying the runs. name
 // labels errors.
 func Parse(data []byte, name string) ([]Point, error) {
-	pts, err := sweep.Parse(data, name)
+	pts, err := sweep.Expand(data, name)
 	if err != nil {
 		return nil, err
 	}

@@ -17,9 +17,9 @@ import (
 
 	"kvroute/internal/loadgen"
 	"kvroute/internal/openai"
-	"kvroute/internal/sweep"
 	"kvroute/results"
 	"kvroute/results/report"
+	"kvroute/sweep"
 	"kvroute/workloads"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"kvroute/internal/gateway"
-	"kvroute/internal/sweep"
+	"kvroute/sweep"
 )
 
 // keysEnv is the environment variable that may hold the API keys, comma-separated: unlike a

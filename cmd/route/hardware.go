@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"kvroute/gpumodel"
-	"kvroute/internal/sweep"
 	"kvroute/router"
+	"kvroute/sweep"
 )
 
 // prefillPredictors builds, for each entry of hardware (keyed by backend name or URL), the

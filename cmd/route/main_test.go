@@ -19,7 +19,7 @@ import (
 
 	"kvroute/internal/gateway"
 	"kvroute/internal/nettest"
-	"kvroute/internal/sweep"
+	"kvroute/sweep"
 )
 
 func writeFile(t *testing.T, name, text string) string {

@@ -12,16 +12,15 @@ import (
 	"kvroute/gpumodel"
 	"kvroute/internal/emulate"
 	"kvroute/internal/gateway"
-	"kvroute/internal/sweep"
 	"kvroute/router"
 	"kvroute/sim/cluster"
-	"kvroute/sweeprun"
+	"kvroute/sweep"
 )
 
 // fragments reads the shared vocabulary's one-line fragments, by concept.
 func fragments(t *testing.T) map[string]string {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "internal", "sweep", "testdata", "vocabulary.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "sweep", "testdata", "vocabulary.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +49,7 @@ func vocabularySweep(f map[string]string) string {
 // emulator.
 func TestVocabularySweepAndRoute(t *testing.T) {
 	f := fragments(t)
-	points, err := sweeprun.Parse([]byte(vocabularySweep(f)), "vocabulary.yaml")
+	points, err := sweep.Parse([]byte(vocabularySweep(f)), "vocabulary.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,11 @@ import (
 	"testing"
 
 	"kvroute/router"
-	"kvroute/sweeprun"
+	"kvroute/sweep"
 )
 
 func TestEmbeddedDefaultIsValid(t *testing.T) {
-	points, err := sweeprun.Parse(defaultConfig, "default.yaml")
+	points, err := sweep.Parse(defaultConfig, "default.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"kvroute/results/report"
-	"kvroute/sweeprun"
+	"kvroute/sweep"
 )
 
 //go:embed default.yaml
@@ -100,7 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		name = o.config
 	}
-	points, err := sweeprun.Parse(data, name)
+	points, err := sweep.Parse(data, name)
 	if err != nil {
 		fmt.Fprintln(stderr, "simulate: invalid sweep file:\n"+err.Error())
 		return 2
@@ -111,7 +111,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	start := time.Now()
-	runs, err := runSweep(ctx, sweeprun.Plan(points), o, stderr, log)
+	runs, err := runSweep(ctx, sweep.Plan(points), o, stderr, log)
 	if werr := writeResults(o.out, runs, points); werr != nil {
 		log.Error("writing results", "dir", o.out, "err", werr)
 		return 1

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"kvroute/internal/docref"
-	"kvroute/internal/sweep"
+	"kvroute/sweep"
 )
 
 var update = flag.Bool("update", false, "rewrite docs/reference/simulate.md")

@@ -3,11 +3,12 @@ package main
 import (
 	"bytes"
 	"encoding/json"
-	"kvroute/sweeprun"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"kvroute/sweep"
 )
 
 // stagedSweep is a small load ladder: a warm-up and two stages, drained as inference-perf does.
@@ -79,7 +80,7 @@ func TestStagedSweepErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := sweeprun.Parse([]byte(strings.Replace(stagedSweep, tc.from, tc.to, 1)), "staged.yaml")
+			_, err := sweep.Parse([]byte(strings.Replace(stagedSweep, tc.from, tc.to, 1)), "staged.yaml")
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "staged.yaml") {
 				t.Errorf("Parse: %v; want an error naming staged.yaml and %q", err, tc.want)
 			}

@@ -18,19 +18,19 @@ import (
 	"kvroute/results"
 	"kvroute/results/report"
 	"kvroute/router"
-	"kvroute/sweeprun"
+	"kvroute/sweep"
 	"kvroute/workloads"
 )
 
 // runSweep runs the jobs o.parallel at a time. The returned slice has one entry per job, in job
 // order; a job that did not finish (cancelled or failed) leaves its entry without a name.
 // Each job's requests go to a part file in o.out, joined into requests.csv by writeResults.
-func runSweep(ctx context.Context, jobs []sweeprun.Job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
+func runSweep(ctx context.Context, jobs []sweep.Job, o options, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
 	return sweepWith(ctx, jobs, o, stderr, log, func() {})
 }
 
 // sweepWith is sweep calling finished after each run completes (tests use it).
-func sweepWith(ctx context.Context, jobs []sweeprun.Job, o options, stderr io.Writer, log *slog.Logger, finished func()) ([]results.Run, error) {
+func sweepWith(ctx context.Context, jobs []sweep.Job, o options, stderr io.Writer, log *slog.Logger, finished func()) ([]results.Run, error) {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
 	}
@@ -38,7 +38,7 @@ func sweepWith(ctx context.Context, jobs []sweeprun.Job, o options, stderr io.Wr
 	bars := newProgress(o, stderr, len(jobs))
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	work := make(chan sweeprun.Job)
+	work := make(chan sweep.Job)
 	var wg sync.WaitGroup
 	for range min(o.parallel, len(jobs)) {
 		wg.Add(1)
@@ -69,7 +69,7 @@ func sweepWith(ctx context.Context, jobs []sweeprun.Job, o options, stderr io.Wr
 }
 
 // executeToPart runs j with its request rows in a part file.
-func executeToPart(ctx context.Context, j sweeprun.Job, dir string, tick func()) (results.Run, error) {
+func executeToPart(ctx context.Context, j sweep.Job, dir string, tick func()) (results.Run, error) {
 	f, err := os.Create(partPath(dir, j.Index))
 	if err != nil {
 		return results.Run{}, err
@@ -90,8 +90,8 @@ func partPath(dir string, i int) string {
 }
 
 // writeResults writes the report for the finished runs and joins their request parts.
-func writeResults(dir string, runs []results.Run, points []sweeprun.Point) error {
-	cfg, err := sweeprun.ResolvedConfig(points)
+func writeResults(dir string, runs []results.Run, points []sweep.Point) error {
+	cfg, err := sweep.ResolvedConfig(points)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func isTerminal(f *os.File) bool {
 }
 
 // start returns the tick function for j's finished requests.
-func (g *progress) start(j sweeprun.Job) func() {
+func (g *progress) start(j sweep.Job) func() {
 	if g.p == nil {
 		return func() {}
 	}
@@ -190,7 +190,7 @@ func (g *progress) start(j sweeprun.Job) func() {
 	return func() { bar.Increment() }
 }
 
-func (g *progress) done(j sweeprun.Job, run results.Run, log *slog.Logger) {
+func (g *progress) done(j sweep.Job, run results.Run, log *slog.Logger) {
 	switch {
 	case g.total != nil:
 		g.total.Increment()

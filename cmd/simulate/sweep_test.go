@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"kvroute/results"
-	"kvroute/sweeprun"
+	"kvroute/sweep"
 )
 
 // cancelSweep is a small sweep of two runs.
@@ -26,12 +26,12 @@ policies: [round-robin, least-request]
 // reports the cancellation, and the results written contain exactly the finished runs, with
 // their requests.
 func TestCancelKeepsFinishedRuns(t *testing.T) {
-	points, err := sweeprun.Parse([]byte(cancelSweep), "t.yaml")
+	points, err := sweep.Parse([]byte(cancelSweep), "t.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := sweeprun.Plan(points)
-	jobs = append(jobs, sweeprun.Plan(points)...) // four runs, one at a time
+	jobs := sweep.Plan(points)
+	jobs = append(jobs, sweep.Plan(points)...) // four runs, one at a time
 	for i := range jobs {
 		jobs[i].Index = i
 		jobs[i].Name = jobs[i].Name + "#" + string(rune('a'+i))

@@ -48,11 +48,9 @@ var allowed = map[string][]string{
 	"internal/nettest":    {}, // loopback helpers for tests over real sockets
 	"internal/docref":     {}, // the generated reference of flags and config keys (docs/reference)
 	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
-	// internal/sweep: gpumodel and sim/engine because it resolves fleet sections into engine
-	// configurations, the one resolver cmd/simulate, cmd/emulate and cmd/route share.
-	"internal/sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router/tokenize", "go.yaml.in/yaml/v3", "kvroute/internal/strictyaml"},
-	// sweeprun runs a sweep file's simulations for cmd/simulate, tests and library users.
-	"sweeprun": {"kvroute/internal/sweep", "kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "go.yaml.in/yaml/v3"},
+	// sweep: the sweep files (parse, points, the policy-spec and fleet decoders cmd/route and
+	// cmd/emulate share, which resolve fleets into engine configurations) and their runs.
+	"sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router", "kvroute/router/tokenize", "go.yaml.in/yaml/v3", "kvroute/internal/strictyaml"},
 }
 
 // forbiddenStd lists standard-library packages a deterministic, I/O-free core package must not
@@ -186,7 +184,7 @@ var reportLibraries = []string{"gonum.org/v1/plot/...", "github.com/yuin/goldmar
 // simulator, the load generator, the sweep runner) link neither results/report nor the
 // libraries behind it, directly or transitively.
 func TestRecordsLinkNoReportLibraries(t *testing.T) {
-	for _, rel := range []string{"results", "results/stats", "sim/cluster", "internal/loadgen", "internal/calibrate", "sweeprun"} {
+	for _, rel := range []string{"results", "results/stats", "sim/cluster", "internal/loadgen", "internal/calibrate", "sweep"} {
 		out, err := exec.Command("go", "list", "-e", "-deps", module+"/"+rel).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", rel, err)

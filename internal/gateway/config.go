@@ -14,7 +14,7 @@ import (
 
 // Config configures a Gateway. Durations decode from strings such as "50ms" in YAML. The
 // policy and its seed are plain values with no YAML keys: cmd/route decodes its config's
-// policy spec and master seed with the decoder the simulator uses (internal/sweep, which this
+// policy spec and master seed with the decoder the simulator uses (package sweep, which this
 // package may not import) and fills them in.
 type Config struct {
 	// Policy is the registry name of the routing policy ("prefix-score").
