@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
@@ -29,43 +28,20 @@ func runSweep(ctx context.Context, jobs []sweep.Job, o options, stderr io.Writer
 	return sweepWith(ctx, jobs, o, stderr, log, func() {})
 }
 
-// sweepWith is sweep calling finished after each run completes (tests use it).
+// sweepWith is runSweep calling finished after each run completes (tests use it).
 func sweepWith(ctx context.Context, jobs []sweep.Job, o options, stderr io.Writer, log *slog.Logger, finished func()) ([]results.Run, error) {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
 	}
-	runs := make([]results.Run, len(jobs))
 	bars := newProgress(o, stderr, len(jobs))
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	work := make(chan sweep.Job)
-	var wg sync.WaitGroup
-	for range min(o.parallel, len(jobs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for j := range work {
-				run, err := executeToPart(ctx, j, o.out, bars.start(j))
-				if err != nil {
-					cancel(err)
-					continue
-				}
-				runs[j.Index] = run
-				bars.done(j, run, log)
-				finished()
-			}
-		}()
-	}
-	for _, j := range jobs {
-		select {
-		case work <- j:
-		case <-ctx.Done():
-		}
-	}
-	close(work)
-	wg.Wait()
+	runs, err := sweep.RunAll(ctx, jobs, o.parallel, func(ctx context.Context, j sweep.Job) (results.Run, error) {
+		return executeToPart(ctx, j, o.out, bars.start(j))
+	}, func(j sweep.Job, run results.Run) {
+		bars.done(j, run, log)
+		finished()
+	})
 	bars.wait()
-	return runs, context.Cause(ctx)
+	return runs, err
 }
 
 // executeToPart runs j with its request rows in a part file.
