@@ -77,7 +77,7 @@ func (c *Collector) Run() Run {
 	run := Run{
 		Name: o.Name, Policy: o.Policy, Group: o.Group, Labels: slices.Clone(o.Labels),
 		Scenario: maps.Clone(o.Scenario), Metrics: c.agg.Metrics(), RequestRate: o.RequestRate,
-		Replication: o.Replication,
+		Replication: o.Replication, RateMeasured: o.RequestRate == 0,
 	}
 	if run.RequestRate == 0 && c.arrivals > 1 && c.lastA > c.firstArr {
 		run.RequestRate = float64(c.arrivals-1) / (c.lastA - c.firstArr).Seconds()
