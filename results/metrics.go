@@ -16,29 +16,29 @@ type Dist struct {
 
 // Metrics is a run's summary, the "metrics" object of summary.json (DESIGN.md).
 type Metrics struct {
-	Requests         int            `json:"requests"`
-	Completed        int            `json:"completed"`
-	Failed           int            `json:"failed"`
-	DurationS        float64        `json:"duration_s"`
-	ThroughputRPS    float64        `json:"throughput_rps"`
+	Requests      int     `json:"requests"`
+	Completed     int     `json:"completed"`
+	Failed        int     `json:"failed"`
+	DurationS     float64 `json:"duration_s"`
+	ThroughputRPS float64 `json:"throughput_rps"`
 	// ArrivalWindowS is the arrival window, last arrival − first arrival, in seconds (the run's
 	// duration when every request arrived at once); WindowThroughputRPS is the requests
 	// completed within it per second of it: the throughput while the offered load lasted,
 	// without the drain tail that DurationS and ThroughputRPS include.
-	ArrivalWindowS      float64 `json:"arrival_window_s"`
-	WindowThroughputRPS float64 `json:"window_throughput_rps"`
-	InputTokensPerS  float64        `json:"input_tokens_per_s"`
-	OutputTokensPerS float64        `json:"output_tokens_per_s"`
-	TTFT             Dist           `json:"ttft_ms"`
-	TPOT             Dist           `json:"tpot_ms"`
-	ITL              Dist           `json:"itl_ms"`
-	E2E              Dist           `json:"e2e_ms"`
-	HitRate          float64        `json:"hit_rate"`
-	JainFairness     float64        `json:"jain_fairness"`
-	Preemptions      int            `json:"preemptions"`
-	Retries          int            `json:"retries"`
-	PrefixSplitRate  float64        `json:"prefix_split_rate"`
-	Reasons          map[string]int `json:"reasons,omitempty"`
+	ArrivalWindowS      float64        `json:"arrival_window_s"`
+	WindowThroughputRPS float64        `json:"window_throughput_rps"`
+	InputTokensPerS     float64        `json:"input_tokens_per_s"`
+	OutputTokensPerS    float64        `json:"output_tokens_per_s"`
+	TTFT                Dist           `json:"ttft_ms"`
+	TPOT                Dist           `json:"tpot_ms"`
+	ITL                 Dist           `json:"itl_ms"`
+	E2E                 Dist           `json:"e2e_ms"`
+	HitRate             float64        `json:"hit_rate"`
+	JainFairness        float64        `json:"jain_fairness"`
+	Preemptions         int            `json:"preemptions"`
+	Retries             int            `json:"retries"`
+	PrefixSplitRate     float64        `json:"prefix_split_rate"`
+	Reasons             map[string]int `json:"reasons,omitempty"`
 	// Endpoints counts the requests (completed or not) that ended on each endpoint: how the
 	// router spread the load.
 	Endpoints map[string]int `json:"endpoints,omitempty"`
