@@ -57,8 +57,8 @@ func TestCollectorMetricDefinitions(t *testing.T) {
 					t.Errorf("%s = %v, want %v", ck.name, ck.got, ck.want)
 				}
 			}
-			if f, ok := m.Flooder(); !ok || f != "x" {
-				t.Errorf("Flooder() = %q, %v; want x (most requests)", f, ok)
+			if f, ok := m.HeaviestTenant(); !ok || f != "x" {
+				t.Errorf("HeaviestTenant() = %q, %v; want x (most requests)", f, ok)
 			}
 		})
 	}

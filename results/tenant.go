@@ -55,9 +55,9 @@ func (a *Aggregator) tenantMetrics() map[string]TenantMetrics {
 	return out
 }
 
-// Flooder returns the tenant that sent the most requests (ties by name), and false with fewer
+// HeaviestTenant returns the tenant that sent the most requests (ties by name), and false with fewer
 // than two tenants: in a fairness scenario, the one whose load the others must be shielded from.
-func (m *Metrics) Flooder() (string, bool) {
+func (m *Metrics) HeaviestTenant() (string, bool) {
 	if len(m.Tenants) < 2 {
 		return "", false
 	}

@@ -75,7 +75,7 @@ var cellMetrics = []metricDef{
 	{"ttft_ms_p50", "p50 TTFT", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.TTFT.P50, okRun(r) }, fmtMs},
 	{"tpot_ms_p99", "p99 TPOT", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.TPOT.P99, okRun(r) }, fmtMs},
 	{"e2e_ms_p99", "p99 E2E", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.E2E.P99, okRun(r) }, fmtMs},
-	{"throughput_rps", "throughput", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.ThroughputRPS, okRun(r) },
+	{"window_throughput_rps", "throughput", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.WindowThroughputRPS, okRun(r) },
 		func(v float64) string { return fmtSig(v) + " req/s" }},
 	{"hit_rate", "hit rate", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.HitRate, okRun(r) },
 		func(v float64) string { return fmt.Sprintf("%.3f", v) }},
@@ -104,12 +104,16 @@ func (c *cell) samples(m metricDef) (vals []float64, reps []int) {
 	return vals, reps
 }
 
-// interval returns the metric's mean and confidence interval over the cell's replications;
-// false when no run has the metric.
+// interval returns the metric's mean and confidence interval over the cell's replications
+// (for a latency, compared as a ratio, the geometric mean and its interval on the log
+// scale); false when no run has the metric.
 func (c *cell) interval(m metricDef) (stats.Interval, bool) {
 	v, _ := c.samples(m)
 	if len(v) == 0 {
 		return stats.Interval{}, false
+	}
+	if m.ratio {
+		return stats.GeoMeanCI(v), true
 	}
 	return stats.MeanCI(v), true
 }

@@ -26,7 +26,7 @@ func servicePNG(g *groupPlan) ([]byte, error) {
 		if len(s.Tenants()) < 2 || s.Buckets() == 0 {
 			continue
 		}
-		p := newPlot(fmt.Sprintf("%s — Jain %.3f", c.variant, r.Metrics.JainFairness), "time (s)", "tokens/s")
+		p := newPlot(fmt.Sprintf("%s — Jain %.3f", c.variant, r.Metrics.JainFairness), "time since the run began (s)", "tokens served (tokens/s)")
 		n := s.Buckets()
 		tenants, other := topTenants(s)
 		lines := make([][]string, 0, len(tenants)+1)
@@ -71,7 +71,7 @@ func servicePNG(g *groupPlan) ([]byte, error) {
 		l.LineStyle = lineStyle(i, false)
 		leg.Add(name, l)
 	}
-	return panelGrid(panels, gridCols(len(panels)), leg)
+	return panelGrid(panels, gridCols(len(panels)), leg, names)
 }
 
 // tenantName labels a tenant's line, or the line of several summed tenants.
