@@ -73,16 +73,18 @@ func TestCollectorRateAndWindow(t *testing.T) {
 		wantMeasured bool
 		wantWindow   float64
 		wantWindowR  float64
+		wantTokS     float64 // 100 output tokens each, spread from first token to finish
 	}{
-		{"configured rate", 5, []time.Duration{0, time.Second, 2 * time.Second}, 5, false, 2, 2.0 / 2},
-		{"measured rate", 0, []time.Duration{0, time.Second, 2 * time.Second}, 1, true, 2, 2.0 / 2},
-		{"all at once: the run's duration", 0, []time.Duration{0, 0}, 0, true, 1, 2},
+		// Tokens of request k spread over [k s + 1 ms, k+1 s]: by 2 s, two requests' tokens.
+		{"configured rate", 5, []time.Duration{0, time.Second, 2 * time.Second}, 5, false, 2, 2.0 / 2, 200 / 2},
+		{"measured rate", 0, []time.Duration{0, time.Second, 2 * time.Second}, 1, true, 2, 2.0 / 2, 200 / 2},
+		{"all at once: the run's duration", 0, []time.Duration{0, 0}, 0, true, 1, 2, 200},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCollector(CollectorOpts{Name: "r", RequestRate: tc.rate})
 			for i, a := range tc.arrivals {
-				c.Add(&Record{ID: fmt.Sprint(i), Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + time.Second, OutputTokens: 1})
+				c.Add(&Record{ID: fmt.Sprint(i), Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + time.Second, OutputTokens: 100})
 			}
 			r := c.Run()
 			if !near(r.RequestRate, tc.wantRate, 1e-9) || r.RateMeasured != tc.wantMeasured {
@@ -90,6 +92,9 @@ func TestCollectorRateAndWindow(t *testing.T) {
 			}
 			if m := r.Metrics; !near(m.ArrivalWindowS, tc.wantWindow, 1e-9) || !near(m.WindowThroughputRPS, tc.wantWindowR, 1e-9) {
 				t.Errorf("window %v s, %v req/s; want %v s, %v req/s", m.ArrivalWindowS, m.WindowThroughputRPS, tc.wantWindow, tc.wantWindowR)
+			}
+			if m := r.Metrics; !near(m.WindowOutputTokensPerS, tc.wantTokS, 0.01) {
+				t.Errorf("window output %v tok/s, want %v", m.WindowOutputTokensPerS, tc.wantTokS)
 			}
 		})
 	}
@@ -115,7 +120,7 @@ func TestCollectorRequestRate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCollector(CollectorOpts{RequestRate: tc.offered})
 			for _, a := range tc.arrivals {
-				c.Add(&Record{Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + 2*ms, OutputTokens: 1})
+				c.Add(&Record{Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + 2*ms, OutputTokens: 100})
 			}
 			if got := c.Run().RequestRate; !near(got, tc.want, 1e-12) {
 				t.Errorf("RequestRate = %v, want %v", got, tc.want)

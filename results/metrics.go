@@ -25,20 +25,24 @@ type Metrics struct {
 	// duration when every request arrived at once); WindowThroughputRPS is the requests
 	// completed within it per second of it: the throughput while the offered load lasted,
 	// without the drain tail that DurationS and ThroughputRPS include.
-	ArrivalWindowS      float64        `json:"arrival_window_s"`
-	WindowThroughputRPS float64        `json:"window_throughput_rps"`
-	InputTokensPerS     float64        `json:"input_tokens_per_s"`
-	OutputTokensPerS    float64        `json:"output_tokens_per_s"`
-	TTFT                Dist           `json:"ttft_ms"`
-	TPOT                Dist           `json:"tpot_ms"`
-	ITL                 Dist           `json:"itl_ms"`
-	E2E                 Dist           `json:"e2e_ms"`
-	HitRate             float64        `json:"hit_rate"`
-	JainFairness        float64        `json:"jain_fairness"`
-	Preemptions         int            `json:"preemptions"`
-	Retries             int            `json:"retries"`
-	PrefixSplitRate     float64        `json:"prefix_split_rate"`
-	Reasons             map[string]int `json:"reasons,omitempty"`
+	ArrivalWindowS      float64 `json:"arrival_window_s"`
+	WindowThroughputRPS float64 `json:"window_throughput_rps"`
+	// WindowOutputTokensPerS is the output tokens generated within the arrival window per
+	// second of it (each request's tokens spread evenly from its first token to its finish).
+	// A Collector sets it, to the resolution of its service buckets; an Aggregator leaves 0.
+	WindowOutputTokensPerS float64        `json:"window_output_tokens_per_s"`
+	InputTokensPerS        float64        `json:"input_tokens_per_s"`
+	OutputTokensPerS       float64        `json:"output_tokens_per_s"`
+	TTFT                   Dist           `json:"ttft_ms"`
+	TPOT                   Dist           `json:"tpot_ms"`
+	ITL                    Dist           `json:"itl_ms"`
+	E2E                    Dist           `json:"e2e_ms"`
+	HitRate                float64        `json:"hit_rate"`
+	JainFairness           float64        `json:"jain_fairness"`
+	Preemptions            int            `json:"preemptions"`
+	Retries                int            `json:"retries"`
+	PrefixSplitRate        float64        `json:"prefix_split_rate"`
+	Reasons                map[string]int `json:"reasons,omitempty"`
 	// Endpoints counts the requests (completed or not) that ended on each endpoint: how the
 	// router spread the load.
 	Endpoints map[string]int `json:"endpoints,omitempty"`

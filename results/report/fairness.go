@@ -63,9 +63,13 @@ func floodShare(r *results.Run) (float64, bool) {
 // index: how the tenants that do not flood fare.
 var fairnessMetrics = []metricDef{
 	{"wb_ttft_ms_p99", "well-behaved p99 TTFT", true, true,
-		func(r *results.Run) (float64, bool) { return wellBehaved(r, func(d results.Dist) float64 { return d.P99 }) }, fmtMs},
+		func(r *results.Run) (float64, bool) {
+			return wellBehaved(r, func(d results.Dist) float64 { return d.P99 })
+		}, fmtMs},
 	{"wb_ttft_ms_p50", "well-behaved p50 TTFT", true, true,
-		func(r *results.Run) (float64, bool) { return wellBehaved(r, func(d results.Dist) float64 { return d.P50 }) }, fmtMs},
+		func(r *results.Run) (float64, bool) {
+			return wellBehaved(r, func(d results.Dist) float64 { return d.P50 })
+		}, fmtMs},
 	{"flood_share", "flooder's share of service", false, false, floodShare,
 		func(v float64) string { return fmt.Sprintf("%.1f%%", 100*v) }},
 }
@@ -156,10 +160,10 @@ func writeFairness(b *strings.Builder, plan []groupPlan) {
 	}
 }
 
-var fairnessIntro = fmt.Sprintf("Jain's index is (Σx)²/(n·Σx²) over the tenants' service x, with service as VTC counts it " +
-	"(Sheng et al., \"Fairness in Serving Large Language Models\", OSDI 2024): prompt tokens + 2 × output tokens of " +
-	"completed requests. 1 means every tenant got the same service; a tenant that asks for more lowers it whatever the " +
-	"router does, so read it beside the well-behaved tenants' TTFT. The flooder is the tenant that sent at least " +
-	"%g× the requests of every other; the well-behaved tenants are the others (all tenants when none floods), " +
-	"and their TTFT is the slowest one's quantile over its own requests. Latencies: geometric mean over replications " +
+var fairnessIntro = fmt.Sprintf("Jain's index is (Σx)²/(n·Σx²) over the tenants' service x, with service as VTC counts it "+
+	"(Sheng et al., \"Fairness in Serving Large Language Models\", OSDI 2024): prompt tokens + 2 × output tokens of "+
+	"completed requests. 1 means every tenant got the same service; a tenant that asks for more lowers it whatever the "+
+	"router does, so read it beside the well-behaved tenants' TTFT. The flooder is the tenant that sent at least "+
+	"%g× the requests of every other; the well-behaved tenants are the others (all tenants when none floods), "+
+	"and their TTFT is the slowest one's quantile over its own requests. Latencies: geometric mean over replications "+
 	"[95%% interval]; the others: mean [95%% interval].\n\n", FloodRatio)

@@ -39,15 +39,6 @@ func runWarnings(r *results.Run) []warning {
 	return out
 }
 
-// runFlags returns what is wrong with one run, as phrases that follow its policy's name.
-func runFlags(r *results.Run) []string {
-	var out []string
-	for _, w := range runWarnings(r) {
-		out = append(out, w.detail)
-	}
-	return out
-}
-
 // imbalance describes a run whose busiest replica got more than ImbalanceShare times its
 // fair share, or returns "". The fleet size comes from the scenario's fleet.replicas (the
 // endpoints that got requests when it is absent).
@@ -67,28 +58,21 @@ func imbalance(r *results.Run) string {
 		thousands(int64(top)), thousands(int64(total)), thousands(int64(total/n)), len(r.Metrics.Endpoints), n)
 }
 
-// cellFlags returns a policy's warnings at one level: those of its worst replication (the
-// one with the most), and in how many replications any was raised.
+// cellFlags returns a policy's warnings at one level as a phrase that follows its name: each
+// kind's worst replication, and in how many replications it was raised.
 func cellFlags(c *cell) string {
-	var worst []string
-	wr, hit := 0, 0
-	for _, r := range c.runs {
-		f := runFlags(r)
-		if len(f) > 0 {
-			hit++
+	var parts []string
+	for _, w := range cellWarnings(c) {
+		p := w.detail
+		if len(c.runs) > 1 {
+			p += fmt.Sprintf(" (replication %d; flagged in %d of %d replications)", w.rep, w.flagged, len(c.runs))
 		}
-		if len(f) > len(worst) {
-			worst, wr = f, r.Replication
-		}
+		parts = append(parts, p)
 	}
-	if hit == 0 {
+	if len(parts) == 0 {
 		return ""
 	}
-	s := c.variant + " " + strings.Join(worst, "; ")
-	if len(c.runs) > 1 {
-		s += fmt.Sprintf(" (replication %d; flagged in %d of %d replications)", wr, hit, len(c.runs))
-	}
-	return s
+	return c.variant + " " + strings.Join(parts, "; ")
 }
 
 // cellWarning is one kind of warning of a policy at one level, over its replications: in

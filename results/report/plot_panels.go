@@ -13,7 +13,7 @@ import (
 var overviewMetrics = []struct {
 	key string
 	log bool
-}{{"ttft_ms_p99", true}, {"ttft_ms_p50", true}, {"hit_rate", false}, {"window_throughput_rps", false}}
+}{{"ttft_ms_p99", true}, {"ttft_ms_p50", true}, {"hit_rate", false}, {"window_output_tokens_per_s", false}}
 
 // axisLabel is the y axis label of a metric of the against-load figures, with its unit.
 func axisLabel(m metricDef, log bool) string {
@@ -21,9 +21,11 @@ func axisLabel(m metricDef, log bool) string {
 	case log:
 		return m.title + " (ms, log scale)"
 	case m.key == "window_throughput_rps":
-		return "throughput (completed req/s, arrival window)"
+		return "completed req/s (arrival window)"
+	case m.key == "window_output_tokens_per_s":
+		return "output tok/s (arrival window)"
 	case m.key == "hit_rate":
-		return "hit rate (cached / prompt tokens)"
+		return "hit rate (cached/prompt tokens)"
 	}
 	return m.title
 }

@@ -7,8 +7,12 @@ import (
 	"kvroute/results/stats"
 )
 
-// stageMetrics are the panels of a ladder's per-stage figure.
-var stageMetrics = overviewMetrics
+// stageMetrics are the panels of a ladder's per-stage figure: a stage's throughput is its
+// requests completed within its arrival window.
+var stageMetrics = []struct {
+	key string
+	log bool
+}{{"ttft_ms_p99", true}, {"ttft_ms_p50", true}, {"hit_rate", false}, {"window_throughput_rps", false}}
 
 // stagePNG draws a group whose arrivals came in load stages against each stage's offered
 // rate: one panel per metric, one line per policy through its stages (warm-up stages left

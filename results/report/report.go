@@ -29,7 +29,8 @@ const reportIntro = "Latencies are in milliseconds, as `vllm bench serve` define
 	"TPOT = (E2E − TTFT) / (output tokens − 1), ITL = the gap between successive tokens, E2E = finish − arrival. " +
 	"Throughput is measured over the arrival window (first arrival to last arrival): the requests completed within it " +
 	"per second of it, so the drain after the last arrival does not dilute it (with every request arriving at once, the " +
-	"window is the whole run). The hit rate is token-weighted (cached prompt tokens / prompt tokens); Jain's index is over " +
+	"window is the whole run); output tokens/s of the arrival window count the tokens generated within it, each " +
+	"request's spread evenly from its first token to its finish. The hit rate is token-weighted (cached prompt tokens / prompt tokens); Jain's index is over " +
 	"per-tenant service (prompt + 2 × output tokens).\n\n" +
 	"Runs are compared at the configured point they share: their group (the sweep's point without its arrival rate) " +
 	"and their configured arrival rate (*rate*). The rate counts what the workload's arrivals start: new conversations " +

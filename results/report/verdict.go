@@ -141,7 +141,7 @@ func ivText(iv stats.Interval, unit func(float64) string) string {
 // ratioText formats a ratio interval: "5.3× [4.1, 6.8]".
 func ratioText(iv stats.Interval) string {
 	if !iv.Tested() {
-		return fmt.Sprintf("%.2g×", iv.Mean)
+		return fmtSig(iv.Mean) + "×"
 	}
 	return fmt.Sprintf("%s× [%s, %s]", fmtSig(iv.Mean), fmtSig(iv.Lo), fmtSig(iv.Hi))
 }
