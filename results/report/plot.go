@@ -71,7 +71,7 @@ func buildFigures(plan []groupPlan) ([]figure, error) {
 			draw                func(*groupPlan) ([]byte, error)
 		}{
 			{"overview", "overview", "p99 and p50 TTFT, hit rate and output tokens/s of the arrival window against the offered rate (mean, geometric for latencies, and 95% interval over replications)", overviewPNG},
-			{"stages", "stages", "p99 and p50 TTFT, hit rate and completed requests/s of each stage's arrival window, per load stage, warm-up left out (mean, geometric for latencies, and 95% interval over replications)", stagePNG},
+			{"stages", "stages", "p99 and p50 TTFT, hit rate and output tokens/s of the requests that arrived in each load stage, warm-up left out (mean, geometric for latencies, and 95% interval over replications)", stagePNG},
 			{"cdf", "ttft-cdf", "TTFT distribution at each rate (first replication)", cdfPNG},
 			{"service", "service", "Tokens served to each tenant over time, at the highest rate (first replication)", servicePNG},
 		} {

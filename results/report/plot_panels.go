@@ -24,6 +24,8 @@ func axisLabel(m metricDef, log bool) string {
 		return "completed req/s (arrival window)"
 	case m.key == "window_output_tokens_per_s":
 		return "output tok/s (arrival window)"
+	case m.key == "output_tokens_per_s":
+		return "output tok/s (stage's requests)"
 	case m.key == "hit_rate":
 		return "hit rate (cached/prompt tokens)"
 	}

@@ -7,12 +7,17 @@ import (
 	"kvroute/results/stats"
 )
 
-// stageMetrics are the panels of a ladder's per-stage figure: a stage's throughput is its
-// requests completed within its arrival window.
+// stageOutput is a stage's output tokens per second as inference-perf counts them: the
+// tokens of the stage's completed requests over their span (first arrival to last finish).
+var stageOutput = metricDef{"output_tokens_per_s", "output tokens/s", false, false,
+	func(r *results.Run) (float64, bool) { return r.Metrics.OutputTokensPerS, okRun(r) },
+	func(v float64) string { return fmtSig(v) + " tok/s" }}
+
+// stageMetrics are the panels of a ladder's per-stage figure.
 var stageMetrics = []struct {
-	key string
+	m   metricDef
 	log bool
-}{{"ttft_ms_p99", true}, {"ttft_ms_p50", true}, {"hit_rate", false}, {"window_throughput_rps", false}}
+}{{metric("ttft_ms_p99"), true}, {metric("ttft_ms_p50"), true}, {metric("hit_rate"), false}, {stageOutput, false}}
 
 // stagePNG draws a group whose arrivals came in load stages against each stage's offered
 // rate: one panel per metric, one line per policy through its stages (warm-up stages left
@@ -25,7 +30,7 @@ func stagePNG(g *groupPlan) ([]byte, error) {
 	order, best, worst := ranked(g)
 	var panels []*plot.Plot
 	for _, om := range stageMetrics {
-		m := metric(om.key)
+		m := om.m
 		p := newPlot(m.title+" per load stage", "stage rate ("+g.unit+")", axisLabel(m, om.log))
 		top, lines := 0.0, 0
 		for _, v := range order {
