@@ -9,7 +9,7 @@ import (
 	"kvroute/results/stats"
 )
 
-// cell is one policy (with its parameters) at one load level of a group: its runs, one per
+// cell is one policy (with its parameters) at one configured point (level) of a group: its runs, one per
 // replication, in replication order.
 type cell struct {
 	variant string // the policy and its parameters, as sweep files name it
@@ -166,17 +166,18 @@ func cellsOf(runs []*results.Run) []*cell {
 	return out
 }
 
-// PolicySummary is one policy at one load level of a group, over its replications: what
+// PolicySummary is one policy at one configured point of a group, over its replications: what
 // summary.json's "policies" array holds.
 type PolicySummary struct {
-	Group       string  `json:"group"`
+	Group string `json:"group"`
+	// RequestRate is the point's configured arrival rate, 0 where none was configured.
 	RequestRate float64 `json:"request_rate"`
 	// Policy is the policy with its parameters, as the sweep file names it.
 	Policy string `json:"policy"`
 	// Runs names the replications' runs, in replication order.
 	Runs []string `json:"runs"`
-	// Metrics maps a metric (ttft_ms_p99, hit_rate, …) to its mean and 95% interval over
-	// the replications.
+	// Metrics maps a metric (ttft_ms_p99, hit_rate, …) to its mean (geometric for
+	// latencies) and 95% interval over the replications.
 	Metrics map[string]stats.Interval `json:"metrics"`
 }
 

@@ -9,7 +9,7 @@ import (
 	"kvroute/results"
 )
 
-// groupPlan is one scenario group's runs, split by load level: the unit report.md and the
+// groupPlan is one scenario group's runs, split by configured point (level): the unit report.md and the
 // plots are organised by.
 type groupPlan struct {
 	name     string
@@ -46,7 +46,7 @@ func (l level) rateText(unit string) string {
 	return l.key + " " + unit
 }
 
-// planRuns groups runs by scenario group (sorted by name) and load level (ascending rate).
+// planRuns groups runs by scenario group (sorted by name) and configured rate (ascending; one level where none was configured).
 func planRuns(runs []results.Run) []groupPlan {
 	byGroup := map[string]*groupPlan{}
 	var names []string
@@ -115,7 +115,7 @@ func (g *groupPlan) policyIndex(variant string) int {
 	return i
 }
 
-// top returns the group's highest load level.
+// top returns the group's highest configured rate (its one level without one).
 func (g *groupPlan) top() level { return g.levels[len(g.levels)-1] }
 
 // slugger makes file-name-safe, unique slugs.
