@@ -26,7 +26,11 @@ func servicePNG(g *groupPlan) ([]byte, error) {
 		if len(s.Tenants()) < 2 || s.Buckets() == 0 {
 			continue
 		}
-		p := newPlot(fmt.Sprintf("%s — Jain %.3f", c.variant, r.Metrics.JainFairness), "time since the run began (s)", "tokens served (tokens/s)")
+		sep := " — " // a long name with parameters gets a line of its own, so the panel holds it
+		if len(c.variant) > 34 {
+			sep = "\n"
+		}
+		p := newPlot(fmt.Sprintf("%s%sJain %.3f", c.variant, sep, r.Metrics.JainFairness), "time since the run began (s)", "tokens served (tokens/s)")
 		n := s.Buckets()
 		tenants, other := topTenants(s)
 		lines := make([][]string, 0, len(tenants)+1)
