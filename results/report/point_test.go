@@ -141,3 +141,22 @@ func TestLogTicksLabelAtLeastTwo(t *testing.T) {
 		}
 	}
 }
+
+func TestPanelTitleFits(t *testing.T) {
+	tests := []struct{ name, want string }{
+		{"kv-router", "kv-router — Jain 0.550"},
+		{"prefix-score,auto_tune=false,kv_cache_weight=1,prefix_weight=1,queue_weight=1",
+			"prefix-score,auto_tune=false,\nkv_cache_weight=1,prefix_weight=1,\nqueue_weight=1\nJain 0.550"},
+	}
+	for _, tc := range tests {
+		got := panelTitle(tc.name, "Jain 0.550")
+		if got != tc.want {
+			t.Errorf("panelTitle(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+		for _, l := range strings.Split(got, "\n") {
+			if len(l) > titleWidth {
+				t.Errorf("line %q longer than %d", l, titleWidth)
+			}
+		}
+	}
+}
