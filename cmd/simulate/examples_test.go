@@ -27,7 +27,7 @@ var exampleReductions = []struct {
 	{regexp.MustCompile(`\boutput_tokens: \d+`), "output_tokens: 16"},
 }
 
-// heavyExamples are still slow at test size; -short skips them.
+// heavyExamples are still slow at test size; -short and -race skip them.
 var heavyExamples = []string{"step-price-sensitivity.yaml", "many-routers.yaml", "shared-prefix-pressure.yaml", "stale-metrics.yaml", "kubeai-prefix-hash.yaml"}
 
 // TestExamplesAnswerEveryPolicy runs every sweep file of examples/ and examples/published/,
@@ -47,7 +47,7 @@ func TestExamplesAnswerEveryPolicy(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			if testing.Short() && slices.Contains(heavyExamples, filepath.Base(f)) {
+			if (testing.Short() || raceEnabled) && slices.Contains(heavyExamples, filepath.Base(f)) {
 				t.Skip("heavy at test size")
 			}
 			src, err := os.ReadFile(f)
