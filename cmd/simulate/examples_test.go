@@ -27,8 +27,24 @@ var exampleReductions = []struct {
 	{regexp.MustCompile(`\boutput_tokens: \d+`), "output_tokens: 16"},
 }
 
-// heavyExamples are still slow at test size; -short and -race skip them.
-var heavyExamples = []string{"step-price-sensitivity.yaml", "many-routers.yaml", "shared-prefix-pressure.yaml", "stale-metrics.yaml", "kubeai-prefix-hash.yaml"}
+// exampleCost sorts the example files by their time at test size: -short skips the heavy
+// ones, and -race (several times slower, beside the package's fidelity test) runs only the
+// light ones; an unlisted file counts as heavy.
+var exampleCost = map[string]string{
+	"tenant-flood.yaml": "light", "sglang-v0.4.yaml": "light", "sglang-v0.4-5-per-group.yaml": "light",
+	"kubeai-prefix-hash.yaml": "light", "mooncake-trace.yaml": "medium", "llm-d-kv-cache-wins.yaml": "medium",
+}
+
+// skipExample reports why the file is skipped in this test binary, or "".
+func skipExample(file string) string {
+	switch cost := exampleCost[file]; {
+	case raceEnabled && cost != "light":
+		return "slow under -race"
+	case testing.Short() && cost == "":
+		return "heavy at test size"
+	}
+	return ""
+}
 
 // TestExamplesAnswerEveryPolicy runs every sweep file of examples/ and examples/published/,
 // reduced, and checks the report answers it: every configured point compares every policy
@@ -47,8 +63,8 @@ func TestExamplesAnswerEveryPolicy(t *testing.T) {
 	}
 	for _, f := range files {
 		t.Run(filepath.Base(f), func(t *testing.T) {
-			if (testing.Short() || raceEnabled) && slices.Contains(heavyExamples, filepath.Base(f)) {
-				t.Skip("heavy at test size")
+			if why := skipExample(filepath.Base(f)); why != "" {
+				t.Skip(why)
 			}
 			src, err := os.ReadFile(f)
 			if err != nil {
