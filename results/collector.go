@@ -77,8 +77,9 @@ func (c *Collector) Run() Run {
 	run := Run{
 		Name: o.Name, Policy: o.Policy, Group: o.Group, Labels: slices.Clone(o.Labels),
 		Scenario: maps.Clone(o.Scenario), Metrics: c.agg.Metrics(), RequestRate: o.RequestRate,
-		Replication: o.Replication,
+		Replication: o.Replication, RateMeasured: o.RequestRate == 0,
 	}
+	run.Metrics.WindowOutputTokensPerS = c.windowOutput(run.Metrics.ArrivalWindowS)
 	if run.RequestRate == 0 && c.arrivals > 1 && c.lastA > c.firstArr {
 		run.RequestRate = float64(c.arrivals-1) / (c.lastA - c.firstArr).Seconds()
 	}
@@ -90,6 +91,27 @@ func (c *Collector) Run() Run {
 	}
 	run.Series = s
 	return run
+}
+
+// windowOutput returns the output tokens per second generated within the arrival window of
+// w seconds from the first arrival, from the service buckets: a bucket the window's edge cuts
+// counts in proportion to the part inside.
+func (c *Collector) windowOutput(w float64) float64 {
+	if w <= 0 {
+		return 0
+	}
+	from := c.firstArr.Seconds()
+	to, width := from+w, c.width.Seconds()
+	total := 0.0
+	for _, t := range sortedKeys(c.output) {
+		for i, n := range c.output[t] {
+			lo, hi := float64(i)*width, float64(i+1)*width
+			if in := min(hi, to) - max(lo, from); in > 0 {
+				total += float64(n) * in / width
+			}
+		}
+	}
+	return total / w
 }
 
 // fit widens the buckets until time t falls in one of at most MaxBuckets.
@@ -150,6 +172,15 @@ func halve(v []int64) []int64 {
 		out[i/2] += x
 	}
 	return out
+}
+
+func sortedKeys(m map[string][]int64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // padded copies m with every slice extended to n buckets.

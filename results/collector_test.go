@@ -1,6 +1,7 @@
 package results
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"testing"
@@ -45,12 +46,55 @@ func TestCollectorMetricDefinitions(t *testing.T) {
 				{"tpot mean ((e2e − ttft)/(out − 1))", m.TPOT.Mean, 250}, {"tpot p50", m.TPOT.P50, 100},
 				{"e2e mean (finish − arrival)", m.E2E.Mean, 1550}, {"e2e p99", m.E2E.P99, 2000},
 				{"hit_rate (token-weighted)", m.HitRate, 50.0 / 400},
+				{"arrival_window_s (last arrival − first arrival)", m.ArrivalWindowS, 2},
+				{"window_throughput_rps (completed by the last arrival / window)", m.WindowThroughputRPS, 1.0 / 2},
+				{"tenant x requests", float64(m.Tenants["x"].Requests), 2}, {"tenant x completed", float64(m.Tenants["x"].Completed), 1},
+				{"tenant y service (prompt + 2 × output)", m.Tenants["y"].Service, 310}, {"tenant y ttft p50", m.Tenants["y"].TTFT.P50, 400},
 				{"itl mean", m.ITL.Mean, tc.wantITL.Mean}, {"itl p50", m.ITL.P50, tc.wantITL.P50}, {"itl p99", m.ITL.P99, tc.wantITL.P99},
 			}
 			for _, ck := range checks {
 				if !near(ck.got, ck.want, 0.006) {
 					t.Errorf("%s = %v, want %v", ck.name, ck.got, ck.want)
 				}
+			}
+			if f, ok := m.HeaviestTenant(); !ok || f != "x" {
+				t.Errorf("HeaviestTenant() = %q, %v; want x (most requests)", f, ok)
+			}
+		})
+	}
+}
+
+func TestCollectorRateAndWindow(t *testing.T) {
+	cases := []struct {
+		name         string
+		rate         float64
+		arrivals     []time.Duration // each request finishes 1 s after it arrives
+		wantRate     float64
+		wantMeasured bool
+		wantWindow   float64
+		wantWindowR  float64
+		wantTokS     float64 // 100 output tokens each, spread from first token to finish
+	}{
+		// Tokens of request k spread over [k s + 1 ms, k+1 s]: by 2 s, two requests' tokens.
+		{"configured rate", 5, []time.Duration{0, time.Second, 2 * time.Second}, 5, false, 2, 2.0 / 2, 200 / 2},
+		{"measured rate", 0, []time.Duration{0, time.Second, 2 * time.Second}, 1, true, 2, 2.0 / 2, 200 / 2},
+		{"all at once: the run's duration", 0, []time.Duration{0, 0}, 0, true, 1, 2, 200},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewCollector(CollectorOpts{Name: "r", RequestRate: tc.rate})
+			for i, a := range tc.arrivals {
+				c.Add(&Record{ID: fmt.Sprint(i), Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + time.Second, OutputTokens: 100})
+			}
+			r := c.Run()
+			if !near(r.RequestRate, tc.wantRate, 1e-9) || r.RateMeasured != tc.wantMeasured {
+				t.Errorf("rate %v measured %v, want %v %v", r.RequestRate, r.RateMeasured, tc.wantRate, tc.wantMeasured)
+			}
+			if m := r.Metrics; !near(m.ArrivalWindowS, tc.wantWindow, 1e-9) || !near(m.WindowThroughputRPS, tc.wantWindowR, 1e-9) {
+				t.Errorf("window %v s, %v req/s; want %v s, %v req/s", m.ArrivalWindowS, m.WindowThroughputRPS, tc.wantWindow, tc.wantWindowR)
+			}
+			if m := r.Metrics; !near(m.WindowOutputTokensPerS, tc.wantTokS, 0.01) {
+				t.Errorf("window output %v tok/s, want %v", m.WindowOutputTokensPerS, tc.wantTokS)
 			}
 		})
 	}
@@ -76,7 +120,7 @@ func TestCollectorRequestRate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			c := NewCollector(CollectorOpts{RequestRate: tc.offered})
 			for _, a := range tc.arrivals {
-				c.Add(&Record{Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + 2*ms, OutputTokens: 1})
+				c.Add(&Record{Status: StatusCompleted, Arrival: a, FirstToken: a + ms, Finish: a + 2*ms, OutputTokens: 100})
 			}
 			if got := c.Run().RequestRate; !near(got, tc.want, 1e-12) {
 				t.Errorf("RequestRate = %v, want %v", got, tc.want)

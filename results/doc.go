@@ -16,7 +16,7 @@
 // Run.StageMean, their unweighted mean without warm-up stages, as llm-d reports a ladder;
 // summary.json holds both ("stages", "stage_mean").
 //
-// Runs of one group, load level and policy that differ only in Run.Replication are one
+// Runs of one group, configured point and policy that differ only in Run.Replication are one
 // policy's samples over workload seeds (RepName names them); runs of one replication saw the
 // same requests.
 //

@@ -69,6 +69,17 @@ func (h *Histogram) Merge(o *Histogram) {
 // Count returns the number of values.
 func (h *Histogram) Count() uint64 { return h.n }
 
+// CountAtMost returns the number of values at most d, to within the values sharing d's 1%
+// bucket (all of them are counted).
+func (h *Histogram) CountAtMost(d time.Duration) uint64 {
+	b := min(bucketOf(d), len(h.counts)-1)
+	var n uint64
+	for _, c := range h.counts[:b+1] {
+		n += c
+	}
+	return n
+}
+
 // Mean returns the exact mean, 0 when empty.
 func (h *Histogram) Mean() time.Duration {
 	if h.n == 0 {

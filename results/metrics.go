@@ -16,28 +16,41 @@ type Dist struct {
 
 // Metrics is a run's summary, the "metrics" object of summary.json (DESIGN.md).
 type Metrics struct {
-	Requests         int            `json:"requests"`
-	Completed        int            `json:"completed"`
-	Failed           int            `json:"failed"`
-	DurationS        float64        `json:"duration_s"`
-	ThroughputRPS    float64        `json:"throughput_rps"`
-	InputTokensPerS  float64        `json:"input_tokens_per_s"`
-	OutputTokensPerS float64        `json:"output_tokens_per_s"`
-	TTFT             Dist           `json:"ttft_ms"`
-	TPOT             Dist           `json:"tpot_ms"`
-	ITL              Dist           `json:"itl_ms"`
-	E2E              Dist           `json:"e2e_ms"`
-	HitRate          float64        `json:"hit_rate"`
-	JainFairness     float64        `json:"jain_fairness"`
-	Preemptions      int            `json:"preemptions"`
-	Retries          int            `json:"retries"`
-	PrefixSplitRate  float64        `json:"prefix_split_rate"`
-	Reasons          map[string]int `json:"reasons,omitempty"`
+	Requests      int     `json:"requests"`
+	Completed     int     `json:"completed"`
+	Failed        int     `json:"failed"`
+	DurationS     float64 `json:"duration_s"`
+	ThroughputRPS float64 `json:"throughput_rps"`
+	// ArrivalWindowS is the arrival window, last arrival − first arrival, in seconds (the run's
+	// duration when every request arrived at once); WindowThroughputRPS is the requests
+	// completed within it per second of it: the throughput while the offered load lasted,
+	// without the drain tail that DurationS and ThroughputRPS include.
+	ArrivalWindowS      float64 `json:"arrival_window_s"`
+	WindowThroughputRPS float64 `json:"window_throughput_rps"`
+	// WindowOutputTokensPerS is the output tokens generated within the arrival window per
+	// second of it (each request's tokens spread evenly from its first token to its finish).
+	// A Collector sets it, to the resolution of its service buckets; an Aggregator leaves 0.
+	WindowOutputTokensPerS float64        `json:"window_output_tokens_per_s"`
+	InputTokensPerS        float64        `json:"input_tokens_per_s"`
+	OutputTokensPerS       float64        `json:"output_tokens_per_s"`
+	TTFT                   Dist           `json:"ttft_ms"`
+	TPOT                   Dist           `json:"tpot_ms"`
+	ITL                    Dist           `json:"itl_ms"`
+	E2E                    Dist           `json:"e2e_ms"`
+	HitRate                float64        `json:"hit_rate"`
+	JainFairness           float64        `json:"jain_fairness"`
+	Preemptions            int            `json:"preemptions"`
+	Retries                int            `json:"retries"`
+	PrefixSplitRate        float64        `json:"prefix_split_rate"`
+	Reasons                map[string]int `json:"reasons,omitempty"`
 	// Endpoints counts the requests (completed or not) that ended on each endpoint: how the
 	// router spread the load.
 	Endpoints map[string]int `json:"endpoints,omitempty"`
 	// Goodput is set when the aggregator was given an SLO (SetSLO).
 	Goodput *Goodput `json:"goodput,omitempty"`
+	// Tenants holds each tenant's share of the run, by tenant name, when the run had more
+	// than one tenant.
+	Tenants map[string]TenantMetrics `json:"tenants,omitempty"`
 }
 
 // Aggregator folds records into Metrics in constant memory per tenant, endpoint and prefix
@@ -45,10 +58,11 @@ type Metrics struct {
 type Aggregator struct {
 	n, completed, failed, preemptions, retries int
 	prompt, cached, output                     int64
-	first, last                                time.Duration
-	ttft, tpot, itl, e2e                       Histogram
+	first, last, lastArrival                   time.Duration
+	ttft, tpot, itl, e2e, finishes             Histogram
 	itlFromSteps                               bool
 	tenantService                              map[string]float64
+	tenants                                    map[string]*tenantAgg
 	groupEndpoints                             map[string]map[string]int
 	reasons                                    map[string]int
 	endpoints                                  map[string]int
@@ -58,7 +72,7 @@ type Aggregator struct {
 
 // NewAggregator returns an empty aggregator.
 func NewAggregator() *Aggregator {
-	return &Aggregator{tenantService: map[string]float64{}, groupEndpoints: map[string]map[string]int{}, reasons: map[string]int{},
+	return &Aggregator{tenantService: map[string]float64{}, tenants: map[string]*tenantAgg{}, groupEndpoints: map[string]map[string]int{}, reasons: map[string]int{},
 		endpoints: map[string]int{}}
 }
 
@@ -78,7 +92,9 @@ func (a *Aggregator) Add(r *Record) {
 		a.first = r.Arrival
 	}
 	a.last = max(a.last, r.Finish)
+	a.lastArrival = max(a.lastArrival, r.Arrival)
 	a.n++
+	a.tenant(r.Tenant).add(r)
 	a.preemptions += r.Preemptions
 	a.retries += r.Retries
 	if r.Reason != "" {
@@ -109,6 +125,7 @@ func (a *Aggregator) Add(r *Record) {
 		}
 	}
 	a.e2e.Add(r.Finish-r.Arrival, 1)
+	a.finishes.Add(r.Finish, 1)
 	if r.PrefixGroup != "" && r.Endpoint != "" {
 		m := a.groupEndpoints[r.PrefixGroup]
 		if m == nil {
@@ -138,6 +155,8 @@ func (a *Aggregator) Metrics() Metrics {
 		m.InputTokensPerS = float64(a.prompt) / d
 		m.OutputTokensPerS = float64(a.output) / d
 	}
+	m.ArrivalWindowS, m.WindowThroughputRPS = a.window()
+	m.Tenants = a.tenantMetrics()
 	if a.slo.Enabled() {
 		m.Goodput = &Goodput{SLO: a.slo, Good: a.good}
 		if a.n > 0 {
@@ -151,6 +170,20 @@ func (a *Aggregator) Metrics() Metrics {
 		m.HitRate = float64(a.cached) / float64(a.prompt)
 	}
 	return m
+}
+
+// window returns the arrival window in seconds and the requests completed within it per
+// second; with every request arriving at once, the window is the run's duration.
+func (a *Aggregator) window() (float64, float64) {
+	end := a.lastArrival
+	if end <= a.first {
+		end = a.last
+	}
+	w := (end - a.first).Seconds()
+	if w <= 0 {
+		return 0, 0
+	}
+	return w, float64(a.finishes.CountAtMost(end)) / w
 }
 
 // splitRate is the fraction of prefix-group requests that did not go to their group's most

@@ -24,6 +24,11 @@ type Run struct {
 	// RequestRate is the run's load level in requests per second (the offered rate, or the
 	// measured arrival rate when none was given).
 	RequestRate float64 `json:"request_rate"`
+	// RateMeasured is set when no rate was configured (trace timestamps, load stages, tenants
+	// with rates of their own) and RequestRate was measured from the arrivals. Runs compare
+	// at their configured point: those of one group with RateMeasured are one load level
+	// whatever their measured rates.
+	RateMeasured bool `json:"rate_measured,omitempty"`
 	// Replication is the run's 1-based replication number when its scenario ran with several
 	// workload seeds (its name then ends in RepName's suffix), and 0 otherwise. Runs of one
 	// group, load level and policy that differ only in Replication are one policy's samples;

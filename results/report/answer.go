@@ -6,11 +6,11 @@ import (
 )
 
 // writeAnswer opens the report with what to use for each group's traffic: at its highest
-// load, the policy with the lowest p99 TTFT when its lead is significant (or the policies
-// tied for it), those that are significantly slower, those to avoid and why; then one line
-// per lower load.
+// configured rate (or its one configured point), the policy with the lowest p99 TTFT when its
+// lead is significant (or the policies tied for it), those that are significantly slower,
+// those to avoid and why; one line per lower rate; and, with tenants, the fairness lines.
 func writeAnswer(b *strings.Builder, plan []groupPlan) {
-	b.WriteString("## Answer\n\n")
+	b.WriteString(SectionAnswer + "\n\n")
 	m := metric("ttft_ms_p99")
 	for gi := range plan {
 		g := &plan[gi]
@@ -20,17 +20,24 @@ func writeAnswer(b *strings.Builder, plan []groupPlan) {
 			fmt.Fprintf(b, "**%s**: no run completed a request.\n\n", g.name)
 			continue
 		}
-		fmt.Fprintf(b, "**%s** at its highest load (arrival rate %s/s), by p99 TTFT over %s:\n\n", g.name, top.key, plural(reps(top), "replication"))
+		at := "its highest load, " + top.rateText(g.unit)
+		if !top.configured() || len(g.levels) == 1 {
+			at = top.rateText(g.unit)
+		}
+		fmt.Fprintf(b, "**%s** at %s, by p99 TTFT over %s:\n\n", g.name, at, plural(reps(top), "replication"))
 		writeChoice(b, j)
 		if len(g.levels) > 1 {
-			b.WriteString("- At lower arrival rates, by p99 TTFT: ")
+			fmt.Fprintf(b, "- At lower rates (%s), by p99 TTFT: ", g.unit)
 			var parts []string
 			for _, l := range g.levels[:len(g.levels)-1] {
 				if lj, ok := judge(l.cells, m); ok {
-					parts = append(parts, l.key+"/s: "+levelSummary(lj))
+					parts = append(parts, l.key+": "+levelSummary(lj))
 				}
 			}
 			b.WriteString(strings.Join(parts, "; ") + ".\n")
+		}
+		if g.tenants {
+			writeFairnessAnswer(b, g, top)
 		}
 		b.WriteString("\n")
 	}
@@ -46,6 +53,11 @@ func writeChoice(b *strings.Builder, j judgement) {
 	case !j.tested:
 		fmt.Fprintf(b, "- Lowest p99 TTFT: %s. One replication cannot tell a difference from noise: set "+
 			"`replications: 5` in the sweep file to test it.\n", best)
+		var parts []string
+		for _, o := range j.others {
+			parts = append(parts, o.c.variant+" "+ratioText(o.iv))
+		}
+		fmt.Fprintf(b, "- The others' p99 TTFT as a multiple of the lowest (untested): %s.\n", strings.Join(parts, ", "))
 	case j.winner():
 		fmt.Fprintf(b, "- **Use %s**: the lowest p99 TTFT, %s, significantly below every other policy.\n",
 			j.best.variant, ivText(j.bestIV, j.m.unit))

@@ -9,7 +9,7 @@ import (
 	"kvroute/results/stats"
 )
 
-// cell is one policy (with its parameters) at one load level of a group: its runs, one per
+// cell is one policy (with its parameters) at one configured point (level) of a group: its runs, one per
 // replication, in replication order.
 type cell struct {
 	variant string // the policy and its parameters, as sweep files name it
@@ -75,8 +75,11 @@ var cellMetrics = []metricDef{
 	{"ttft_ms_p50", "p50 TTFT", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.TTFT.P50, okRun(r) }, fmtMs},
 	{"tpot_ms_p99", "p99 TPOT", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.TPOT.P99, okRun(r) }, fmtMs},
 	{"e2e_ms_p99", "p99 E2E", true, true, func(r *results.Run) (float64, bool) { return r.Metrics.E2E.P99, okRun(r) }, fmtMs},
-	{"throughput_rps", "throughput", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.ThroughputRPS, okRun(r) },
+	{"window_throughput_rps", "throughput", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.WindowThroughputRPS, okRun(r) },
 		func(v float64) string { return fmtSig(v) + " req/s" }},
+	{"window_output_tokens_per_s", "output tokens/s", false, false,
+		func(r *results.Run) (float64, bool) { return r.Metrics.WindowOutputTokensPerS, okRun(r) },
+		func(v float64) string { return fmtSig(v) + " tok/s" }},
 	{"hit_rate", "hit rate", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.HitRate, okRun(r) },
 		func(v float64) string { return fmt.Sprintf("%.3f", v) }},
 	{"jain_fairness", "Jain's index", false, false, func(r *results.Run) (float64, bool) { return r.Metrics.JainFairness, okRun(r) },
@@ -104,12 +107,16 @@ func (c *cell) samples(m metricDef) (vals []float64, reps []int) {
 	return vals, reps
 }
 
-// interval returns the metric's mean and confidence interval over the cell's replications;
-// false when no run has the metric.
+// interval returns the metric's mean and confidence interval over the cell's replications
+// (for a latency, compared as a ratio, the geometric mean and its interval on the log
+// scale); false when no run has the metric.
 func (c *cell) interval(m metricDef) (stats.Interval, bool) {
 	v, _ := c.samples(m)
 	if len(v) == 0 {
 		return stats.Interval{}, false
+	}
+	if m.ratio {
+		return stats.GeoMeanCI(v), true
 	}
 	return stats.MeanCI(v), true
 }
@@ -159,17 +166,18 @@ func cellsOf(runs []*results.Run) []*cell {
 	return out
 }
 
-// PolicySummary is one policy at one load level of a group, over its replications: what
+// PolicySummary is one policy at one configured point of a group, over its replications: what
 // summary.json's "policies" array holds.
 type PolicySummary struct {
-	Group       string  `json:"group"`
+	Group string `json:"group"`
+	// RequestRate is the point's configured arrival rate, 0 where none was configured.
 	RequestRate float64 `json:"request_rate"`
 	// Policy is the policy with its parameters, as the sweep file names it.
 	Policy string `json:"policy"`
 	// Runs names the replications' runs, in replication order.
 	Runs []string `json:"runs"`
-	// Metrics maps a metric (ttft_ms_p99, hit_rate, …) to its mean and 95% interval over
-	// the replications.
+	// Metrics maps a metric (ttft_ms_p99, hit_rate, …) to its mean (geometric for
+	// latencies) and 95% interval over the replications.
 	Metrics map[string]stats.Interval `json:"metrics"`
 }
 

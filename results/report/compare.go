@@ -389,7 +389,7 @@ func (c *Comparison) figures() ([]figure, error) {
 	for i := range c.Pairs {
 		p := &c.Pairs[i]
 		pl := newPlot("TTFT CDF — "+p.label(), "TTFT (ms, log scale)", "fraction of requests")
-		pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+		pl.X.Scale, pl.X.Tick.Marker = plot.LogScale{}, logTicks{}
 		pl.Y.Min, pl.Y.Max = 0, 1
 		n := 0
 		for k, r := range []*results.Run{&p.Sim, &p.Live} {
@@ -410,7 +410,7 @@ func (c *Comparison) figures() ([]figure, error) {
 		return figs, nil
 	}
 	pl := newPlot("TTFT against load — simulated (solid) and live (dashed)", "request rate (req/s)", "TTFT (ms, log scale)")
-	pl.Y.Scale, pl.Y.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	pl.Y.Scale, pl.Y.Tick.Marker = plot.LogScale{}, logTicks{}
 	for k, side := range []string{"simulated", "live"} {
 		for qi, q := range []string{"p99", "p50"} {
 			var xys plotter.XYs

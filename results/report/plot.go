@@ -70,9 +70,10 @@ func buildFigures(plan []groupPlan) ([]figure, error) {
 			kind, name, caption string
 			draw                func(*groupPlan) ([]byte, error)
 		}{
-			{"overview", "overview", "p99 and p50 TTFT, hit rate and throughput against load (mean and 95% interval over replications)", overviewPNG},
-			{"cdf", "ttft-cdf", "TTFT distribution at each load (first replication)", cdfPNG},
-			{"service", "service", "Per-tenant service over time at the highest load (first replication)", servicePNG},
+			{"overview", "overview", "p99 and p50 TTFT, hit rate and output tokens/s of the arrival window against the offered rate (mean, geometric for latencies, and 95% interval over replications)", overviewPNG},
+			{"stages", "stages", "p99 and p50 TTFT, hit rate and output tokens/s of the requests that arrived in each load stage, warm-up left out (mean, geometric for latencies, and 95% interval over replications)", stagePNG},
+			{"cdf", "ttft-cdf", "TTFT distribution at each rate (first replication)", cdfPNG},
+			{"service", "service", "Tokens served to each tenant over time, at the highest rate (first replication)", servicePNG},
 		} {
 			b, err := f.draw(g)
 			if err != nil {
@@ -121,10 +122,21 @@ func legendName(v, best, worst string) string {
 	return v
 }
 
-// panelGrid renders panels in rows of cols with one legend column on the right. Nil
-// panels leave their tile empty.
-func panelGrid(panels []*plot.Plot, cols int, leg plot.Legend) ([]byte, error) {
+// legendWidth is the width of a legend column that holds the longest of names whole: at
+// least legendW.
+func legendWidth(leg plot.Legend, names []string) vg.Length {
+	w := legendW
+	for _, n := range names {
+		w = max(w, leg.TextStyle.Width(n)+leg.ThumbnailWidth+leg.Padding+vg.Points(12))
+	}
+	return w
+}
+
+// panelGrid renders panels in rows of cols with one legend column on the right, as wide as
+// the longest of names needs. Nil panels leave their tile empty.
+func panelGrid(panels []*plot.Plot, cols int, leg plot.Legend, names []string) ([]byte, error) {
 	rows := (len(panels) + cols - 1) / cols
+	legendW := legendWidth(leg, names)
 	w, h := panelW*vg.Length(cols)+legendW, panelH*vg.Length(rows)
 	img := vgimg.New(w, h)
 	dc := draw.New(img)

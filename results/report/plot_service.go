@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -26,7 +27,8 @@ func servicePNG(g *groupPlan) ([]byte, error) {
 		if len(s.Tenants()) < 2 || s.Buckets() == 0 {
 			continue
 		}
-		p := newPlot(fmt.Sprintf("%s — Jain %.3f", c.variant, r.Metrics.JainFairness), "time (s)", "tokens/s")
+		p := newPlot(panelTitle(c.variant, fmt.Sprintf("Jain %.3f", r.Metrics.JainFairness)), "time since the run began (s)",
+			"tokens served (tokens/s)")
 		n := s.Buckets()
 		tenants, other := topTenants(s)
 		lines := make([][]string, 0, len(tenants)+1)
@@ -71,7 +73,27 @@ func servicePNG(g *groupPlan) ([]byte, error) {
 		l.LineStyle = lineStyle(i, false)
 		leg.Add(name, l)
 	}
-	return panelGrid(panels, gridCols(len(panels)), leg)
+	return panelGrid(panels, gridCols(len(panels)), leg, names)
+}
+
+// titleWidth is how many characters of a panel's title fit on one line.
+const titleWidth = 44
+
+// panelTitle is "name — suffix" when it fits a panel's width; otherwise the name broken after
+// its commas into lines that fit, and the suffix on a line of its own.
+func panelTitle(name, suffix string) string {
+	if len(name)+3+len(suffix) <= titleWidth {
+		return name + " — " + suffix
+	}
+	var lines []string
+	line := ""
+	for _, part := range strings.SplitAfter(name, ",") {
+		if line != "" && len(line)+len(part) > titleWidth {
+			lines, line = append(lines, line), ""
+		}
+		line += part
+	}
+	return strings.Join(append(lines, line, suffix), "\n")
 }
 
 // tenantName labels a tenant's line, or the line of several summed tenants.

@@ -9,11 +9,13 @@ import (
 )
 
 // Report sections, in order; a results directory's report.md and report.html hold those
-// that apply (Warnings only when something was flagged, Stages only with staged arrivals).
+// that apply (Warnings only when something was flagged, Fairness only with tenants, Stages
+// only with staged arrivals).
 const (
 	SectionAnswer    = "## Answer"
 	SectionWarnings  = "## Warnings"
 	SectionVerdict   = "## Verdict"
+	SectionFairness  = "## Fairness"
 	SectionPlots     = "## Plots"
 	SectionPolicies  = "## Policies"
 	SectionDecisions = "## Routing decisions"
@@ -25,14 +27,22 @@ const (
 // reportIntro states the definitions every number in the report follows.
 const reportIntro = "Latencies are in milliseconds, as `vllm bench serve` defines them: TTFT = first token − arrival, " +
 	"TPOT = (E2E − TTFT) / (output tokens − 1), ITL = the gap between successive tokens, E2E = finish − arrival. " +
-	"Throughput counts completed requests over the run's duration (last finish − first arrival). " +
-	"The hit rate is token-weighted (cached prompt tokens / prompt tokens); Jain's index is over per-tenant service " +
-	"(prompt + 2 × output tokens).\n\n" +
-	"With replications, each policy's metric is the mean over replications with its 95% Student-t interval " +
-	"[low, high]. Every policy of a replication saw the same requests, so policies are compared by paired " +
-	"differences (latencies as ratios, on a log scale): a policy is worse than the best when the paired t-test " +
-	"says so after Holm's correction for the number of policies compared (family-wise α = 0.05); otherwise it is " +
-	"tied with the best.\n\n"
+	"Throughput is measured over the arrival window (first arrival to last arrival): the requests completed within it " +
+	"per second of it, so the drain after the last arrival does not dilute it (with every request arriving at once, the " +
+	"window is the whole run); output tokens/s of the arrival window count the tokens generated within it, each " +
+	"request's spread evenly from its first token to its finish. The hit rate is token-weighted (cached prompt tokens / prompt tokens); Jain's index is over " +
+	"per-tenant service (prompt + 2 × output tokens).\n\n" +
+	"Runs are compared at the configured point they share: their group (the sweep's point without its arrival rate) " +
+	"and their configured arrival rate (*rate*). The rate counts what the workload's arrivals start: new conversations " +
+	"per second for multi-turn chat (each turn of a conversation is a request), requests per second otherwise; *—* marks " +
+	"a group whose arrivals set their own pace (a trace's timestamps, load stages, tenants with rates of their own), " +
+	"compared as one point.\n\n" +
+	"With replications, a latency is summarised by its geometric mean over replications with the 95% Student-t " +
+	"interval of the mean of its logarithm, back-transformed (so it never reaches below zero); other metrics by their " +
+	"mean with its 95% Student-t interval [low, high]. Every policy of a replication saw the same requests, so " +
+	"policies are compared by paired differences (latencies as ratios, on the log scale): a policy is worse than the " +
+	"best when the paired t-test says so after Holm's correction for the number of policies compared (family-wise " +
+	"α = 0.05); otherwise it is tied with the best.\n\n"
 
 // buildReport renders report.md from the runs, their plan and the rendered figures.
 func buildReport(runs []results.Run, plan []groupPlan, figs []figure) ([]byte, error) {
@@ -42,6 +52,7 @@ func buildReport(runs []results.Run, plan []groupPlan, figs []figure) ([]byte, e
 	writeAnswer(&b, plan)
 	writeFlags(&b, plan)
 	writeVerdict(&b, plan, verdictMetrics(runs))
+	writeFairness(&b, plan)
 	writePlots(&b, plan, figs)
 	writePolicies(&b, plan)
 	writeStagesSection(&b, runs)
@@ -76,12 +87,13 @@ func writePlots(b *strings.Builder, plan []groupPlan, figs []figure) {
 }
 
 // policyColumns are the metrics of the Policies table.
-var policyColumns = []string{"ttft_ms_p99", "ttft_ms_p50", "tpot_ms_p99", "throughput_rps", "hit_rate", "jain_fairness", "preemptions"}
+var policyColumns = []string{"ttft_ms_p99", "ttft_ms_p50", "tpot_ms_p99", "window_throughput_rps", "hit_rate", "jain_fairness", "preemptions"}
 
-// writePolicies writes one row per group, level and policy: each metric's mean and 95%
-// interval over the replications.
+// writePolicies writes one row per group, level and policy: each metric's mean (geometric
+// for latencies) and 95% interval over the replications.
 func writePolicies(b *strings.Builder, plan []groupPlan) {
-	b.WriteString(SectionPolicies + "\n\nMean over replications [95% interval].\n\n| group | load (req/s) | policy | replications |")
+	b.WriteString(SectionPolicies + "\n\nLatencies: geometric mean over replications [95% interval]; the others: mean " +
+		"[95% interval]. Throughput: completed requests per second of the arrival window.\n\n| group | rate | policy | replications |")
 	for _, k := range policyColumns {
 		b.WriteString(" " + metric(k).title + " |")
 	}
@@ -107,7 +119,8 @@ func writePolicies(b *strings.Builder, plan []groupPlan) {
 
 // writeRunsTable writes the key metrics, one row per run, grouped as the plan is.
 func writeRunsTable(b *strings.Builder, plan []groupPlan, goodput bool) {
-	b.WriteString(SectionRuns + "\n\n| run | policy | group | load (req/s) | completed | failed | req/s | out tok/s | " +
+	b.WriteString(SectionRuns + "\n\n*req/s*: completed requests per second of the arrival window; *out tok/s*: output " +
+		"tokens per second of the whole run (first arrival to last finish).\n\n| run | policy | group | rate | completed | failed | req/s | out tok/s | " +
 		"TTFT p50 | TTFT p99 | TPOT p50 | TPOT p99 | ITL p99 | E2E p99 | hit rate | Jain | preemptions |")
 	align := "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if goodput {
@@ -121,7 +134,7 @@ func writeRunsTable(b *strings.Builder, plan []groupPlan, goodput bool) {
 				m := &r.Metrics
 				fmt.Fprintf(b, "| %s | %s | %s | %s | %d/%d | %d | %.2f | %.1f | %.1f | %.1f | %.2f | %.2f | %.2f | %.1f | %.3f | %.3f | %d |",
 					md(r.Name), md(r.Policy), md(plan[gi].name), l.key, m.Completed, m.Requests, m.Failed,
-					m.ThroughputRPS, m.OutputTokensPerS, m.TTFT.P50, m.TTFT.P99, m.TPOT.P50, m.TPOT.P99,
+					m.WindowThroughputRPS, m.OutputTokensPerS, m.TTFT.P50, m.TTFT.P99, m.TPOT.P50, m.TPOT.P99,
 					m.ITL.P99, m.E2E.P99, m.HitRate, m.JainFairness, m.Preemptions)
 				if goodput {
 					if g := m.Goodput; g != nil {
@@ -156,7 +169,7 @@ func writeReasons(b *strings.Builder, plan []groupPlan) {
 				}
 				if !header {
 					b.WriteString(SectionDecisions + "\n\nWhich branch of each policy decided, summed over replications.\n\n" +
-						"| group | load (req/s) | policy | branch | decisions | share |\n|---|---:|---|---|---:|---:|\n")
+						"| group | rate | policy | branch | decisions | share |\n|---|---:|---|---|---:|---:|\n")
 					header = true
 				}
 				for _, k := range sortedKeys(sum) {

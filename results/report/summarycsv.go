@@ -15,7 +15,8 @@ import (
 // summaryColumns is summary.csv's header; the order is fixed.
 var summaryColumns = []string{
 	"name", "policy", "group", "request_rate", "labels",
-	"requests", "completed", "failed", "duration_s", "throughput_rps", "input_tokens_per_s", "output_tokens_per_s",
+	"requests", "completed", "failed", "duration_s", "throughput_rps", "arrival_window_s", "window_throughput_rps",
+	"input_tokens_per_s", "output_tokens_per_s",
 	"ttft_ms_mean", "ttft_ms_p50", "ttft_ms_p90", "ttft_ms_p99",
 	"tpot_ms_mean", "tpot_ms_p50", "tpot_ms_p90", "tpot_ms_p99",
 	"itl_ms_mean", "itl_ms_p50", "itl_ms_p90", "itl_ms_p99",
@@ -63,7 +64,7 @@ func summaryRow(r *results.Run) ([]string, error) {
 	m := &r.Metrics
 	row := []string{r.Name, r.Policy, r.Group, ff(r.RequestRate), strings.Join(r.Labels, ";"),
 		strconv.Itoa(m.Requests), strconv.Itoa(m.Completed), strconv.Itoa(m.Failed),
-		ff(m.DurationS), ff(m.ThroughputRPS), ff(m.InputTokensPerS), ff(m.OutputTokensPerS)}
+		ff(m.DurationS), ff(m.ThroughputRPS), ff(m.ArrivalWindowS), ff(m.WindowThroughputRPS), ff(m.InputTokensPerS), ff(m.OutputTokensPerS)}
 	for _, d := range []results.Dist{m.TTFT, m.TPOT, m.ITL, m.E2E} {
 		row = append(row, ff(d.Mean), ff(d.P50), ff(d.P90), ff(d.P99))
 	}

@@ -12,9 +12,10 @@ import (
 )
 
 // WriteTable writes the key metrics of runs as a terminal table, one row per run in the
-// given order. Latencies are in milliseconds.
+// given order: the configured rate (— where none was), completed requests per second of the
+// arrival window, output tokens per second of the run; latencies in milliseconds.
 func WriteTable(w io.Writer, runs []results.Run) error {
-	header := []any{"run", "policy", "load", "done", "req/s", "out tok/s", "ttft p50", "ttft p99",
+	header := []any{"run", "policy", "rate", "done", "req/s", "out tok/s", "ttft p50", "ttft p99",
 		"tpot p50", "itl p99", "e2e p99", "hit", "jain", "preempt"}
 	goodput := false
 	for i := range runs {
@@ -30,8 +31,12 @@ func WriteTable(w io.Writer, runs []results.Run) error {
 	for i := range runs {
 		r := &runs[i]
 		m := &r.Metrics
-		row := []any{r.Name, r.Policy, loadKey(r.RequestRate), fmt.Sprintf("%d/%d", m.Completed, m.Requests),
-			f2(m.ThroughputRPS), f1(m.OutputTokensPerS), f1(m.TTFT.P50), f1(m.TTFT.P99),
+		rate := loadKey(r.RequestRate)
+		if r.RateMeasured {
+			rate = noRate
+		}
+		row := []any{r.Name, r.Policy, rate, fmt.Sprintf("%d/%d", m.Completed, m.Requests),
+			f2(m.WindowThroughputRPS), f1(m.OutputTokensPerS), f1(m.TTFT.P50), f1(m.TTFT.P99),
 			f2(m.TPOT.P50), f2(m.ITL.P99), f1(m.E2E.P99), f3(m.HitRate), f3(m.JainFairness), strconv.Itoa(m.Preemptions)}
 		if goodput {
 			g := "-"

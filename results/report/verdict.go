@@ -97,7 +97,7 @@ func judge(cells []*cell, m metricDef) (judgement, bool) {
 
 // verdictMetrics are the questions of the verdict table, in column order.
 func verdictMetrics(runs []results.Run) []metricDef {
-	out := []metricDef{metric("ttft_ms_p99"), metric("hit_rate"), metric("throughput_rps")}
+	out := []metricDef{metric("ttft_ms_p99"), metric("hit_rate"), metric("window_throughput_rps")}
 	for i := range runs {
 		if runs[i].Metrics.Goodput != nil {
 			return append(out, metric("goodput_rps"))
@@ -141,7 +141,7 @@ func ivText(iv stats.Interval, unit func(float64) string) string {
 // ratioText formats a ratio interval: "5.3× [4.1, 6.8]".
 func ratioText(iv stats.Interval) string {
 	if !iv.Tested() {
-		return fmt.Sprintf("%.2g×", iv.Mean)
+		return fmtSig(iv.Mean) + "×"
 	}
 	return fmt.Sprintf("%s× [%s, %s]", fmtSig(iv.Mean), fmtSig(iv.Lo), fmtSig(iv.Hi))
 }
@@ -149,10 +149,10 @@ func ratioText(iv stats.Interval) string {
 // writeVerdict writes the verdict table: one row per group and load level, one column per
 // metric, naming a winner only when its lead is significant.
 func writeVerdict(b *strings.Builder, plan []groupPlan, ms []metricDef) {
-	b.WriteString("## Verdict\n\nPer load level and metric: the best policy by mean (95% interval) in bold when it " +
+	b.WriteString(SectionVerdict + "\n\nPer configured point and metric: the best policy by mean (geometric for latencies; 95% interval) in bold when it " +
 		"is significantly better than every other policy, otherwise the policies tied with it: those whose paired " +
 		"difference from it is not significant (paired t-test over replications, Holm-corrected, α = 0.05).\n\n")
-	b.WriteString("| group | load (req/s) | replications |")
+	b.WriteString("| group | rate | replications |")
 	for _, m := range ms {
 		b.WriteString(" " + m.title + " |")
 	}

@@ -58,8 +58,9 @@ func TestAnswerNamesWinnerOnlyWhenSignificant(t *testing.T) {
 			[]string{"**Use a**", "Significantly slower, by less than 2×: b 1.29× [1.27, 1.32]", "**Avoid**", "**c**: p99 TTFT 2.97× [2.82, 3.13]"},
 			[]string{"tied"}},
 		{"tie", []repSpec{{"a", fast, false}, {"b", []float64{104, 112, 98, 103, 109}, false}, {"c", scale(fast, 2.5, 0.05), true}},
-			[]string{"**No single winner: 2 policies are tied**", "a 1,050 ms [", "b 1,052 ms [", "**c**: p99 TTFT 2.47×",
-				"c sent 85 of 100 requests to one replica (a fair share is 25) and used 2 of 4"},
+			// Latencies are geometric means over replications.
+			[]string{"**No single winner: 2 policies are tied**", "a 1,045 ms [", "b 1,051 ms [", "**c**: p99 TTFT 2.47×",
+				"| c | imbalance | 5/5 | 1 | sent 85 of 100 requests to one replica (a fair share is 25) and used 2 of 4 |"},
 			[]string{"**Use"}},
 		{"one-replication", []repSpec{{"a", fast[:1], false}, {"b", scale(fast, 3, 0)[:1], false}},
 			[]string{"One replication cannot tell a difference from noise"}, []string{"**Use", "**Avoid**", "tied"}},

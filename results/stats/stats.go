@@ -137,3 +137,12 @@ func (iv Interval) MarshalJSON() ([]byte, error) {
 	}
 	return json.Marshal(map[string]any{"mean": f(iv.Mean), "ci_lo": f(iv.Lo), "ci_hi": f(iv.Hi), "n": iv.N})
 }
+
+// GeoMeanCI returns the geometric mean of xs with its confidence interval, back-transformed
+// from the Student-t interval of the mean of their logarithms (MeanCI of ln x): the scale
+// latencies are compared on, where an interval never reaches below zero. Non-positive values
+// are floored at 1e-9 first.
+func GeoMeanCI(xs []float64) Interval {
+	iv := MeanCI(logs(xs))
+	return Interval{Mean: math.Exp(iv.Mean), Lo: math.Exp(iv.Lo), Hi: math.Exp(iv.Hi), N: iv.N}
+}

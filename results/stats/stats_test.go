@@ -4,6 +4,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // Student's sleep data (Student 1908, "The probable error of a mean", Biometrika 6(1),
@@ -98,6 +100,32 @@ func TestHolm(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := Holm(tc.p, 0.05); !slices.Equal(got, tc.want) {
 				t.Errorf("Holm(%v) = %v, want %v", tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestGeoMeanCI(t *testing.T) {
+	tests := []struct {
+		name string
+		xs   []float64
+	}{
+		{"spread over two decades", []float64{600, 700, 650, 30000, 620}},
+		{"two", []float64{1, 100}},
+		{"constant", []float64{5, 5, 5}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := GeoMeanCI(tc.xs)
+			if want := stat.GeometricMean(tc.xs, nil); !within(got.Mean, want, 1e-9*want) {
+				t.Errorf("mean %v, want gonum's geometric mean %v", got.Mean, want)
+			}
+			if got.Lo <= 0 || got.Lo > got.Mean || got.Hi < got.Mean {
+				t.Errorf("interval [%v, %v] around %v: want 0 < lo ≤ mean ≤ hi", got.Lo, got.Hi, got.Mean)
+			}
+			// Symmetric on the log scale: lo·hi = mean².
+			if !within(got.Lo*got.Hi, got.Mean*got.Mean, 1e-9*got.Mean*got.Mean) {
+				t.Errorf("lo·hi = %v, want mean² = %v", got.Lo*got.Hi, got.Mean*got.Mean)
 			}
 		})
 	}
