@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"kvroute/results/report"
-	"kvroute/sweeprun"
+	"kvroute/sweep"
 )
 
 // exampleReductions shrink a sweep file to test size, each applied to every line it matches:
@@ -81,7 +81,7 @@ func TestExamplesAnswerEveryPolicy(t *testing.T) {
 			}
 			// Paths in the examples (traces, catalogs) are relative to the repository root.
 			chdir(t, filepath.Join("..", ".."))
-			points, err := sweeprun.Parse([]byte(s), cfg)
+			points, err := sweep.Parse([]byte(s), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -106,7 +106,7 @@ func chdir(t *testing.T, dir string) {
 }
 
 // checkExampleAnswer checks a results directory against the points that made it.
-func checkExampleAnswer(t *testing.T, out string, points []sweeprun.Point) {
+func checkExampleAnswer(t *testing.T, out string, points []sweep.Point) {
 	t.Helper()
 	want := map[string][]string{} // group → the policies configured at its points
 	tenants, staged := false, map[string]bool{}
