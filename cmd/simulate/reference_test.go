@@ -35,7 +35,8 @@ func TestReference(t *testing.T) {
 			{Title: "Sweep file (`-config`)", Intro: "YAML, decoded strictly ([sweeps.md](../sweeps.md)); `cmd/loadgen` " +
 				"reads the same file. Any list of scalars under `fleet`, `workload`, `arrival` or `router` " +
 				"(and `requests`, `duration`, `seed`) is a sweep axis. A sweep file has no defaults of its " +
-				"own: a zero value means the default the description names.", Rows: keys},
+				"own: a zero value means the default the description names. Each policy's parameters: " +
+				"[policies.md](policies.md).", Rows: keys},
 		}}
 	if err := page.Verify(*update); err != nil {
 		t.Error(err)
