@@ -1,6 +1,6 @@
-// Package results holds kvroute's per-request records and their aggregation into the metrics
-// of DESIGN.md's result schema, shared by simulated and live runs, and reads results
-// directories back. It links no plotting, HTML or table library (and no gonum), so the
+// Package results holds kvroute's per-request records and their aggregation into per-run
+// metrics (the summary.json schema docs/results.md describes), shared by simulated and live
+// runs, and reads results directories back. It links no plotting, HTML or table library (and no gonum), so the
 // simulator and the load generator, which only produce records, stay small; everything
 // written from a set of runs lives in results/report, and the statistics over replications
 // in results/stats.

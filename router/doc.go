@@ -10,6 +10,15 @@
 // Observer; the caller reports each routed request, each finished request with its usage, and
 // each endpoint that leaves the pool.
 //
+// Lifecycle is the one place that drives a policy around a request: decide (Pick, charge the
+// endpoint, Routed), first token, finish (idempotent), retry before the first byte, eject
+// and re-admit an endpoint. The simulator (sim/cluster) and the proxy (internal/gateway) both
+// drive it, so a policy sees the same calls in virtual and in real time
+// (docs/lifecycle.md).
+//
 // Every policy is built by name from a Registry value (see Builtin), with a typed configuration
-// whose defaults are those of the system it reproduces. The sources are cited in each file.
+// whose defaults are those of the system it reproduces, decoded strictly from raw parameters
+// (DecodeParams); docs/reference/policies.md lists every parameter. The sources are cited in
+// each file. A policy's Pick returns an index into the snapshot or ErrNoEndpoint, never
+// mutates the snapshot, and for a given seed and sequence of calls decides the same way.
 package router

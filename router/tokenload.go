@@ -34,13 +34,26 @@ import (
 // trailing partial block hashed, model in the first hash) in a per-endpoint LRU of 31,250
 // blocks; without token ids, 64 × 4 characters stand for a block.
 type TokenLoadConfig struct {
-	AffinityThreshold      float64 `json:"affinity_threshold"`
+	// AffinityThreshold is the prefix score (matched blocks / request blocks, in [0, 1]) at
+	// which an endpoint is sticky (0.80; 0 turns the affinity filter off).
+	AffinityThreshold float64 `json:"affinity_threshold"`
+	// ExplorationProbability is the chance, in [0, 1], that a decision skips the affinity
+	// filter (0).
 	ExplorationProbability float64 `json:"exploration_probability"`
-	MaxTTFTPenaltyMs       float64 `json:"max_ttft_penalty_ms"`
-	PeakPrefillThroughput  float64 `json:"peak_prefill_throughput"`
-	QueueThresholdTokens   int64   `json:"queue_threshold_tokens"`
-	BlockSizeTokens        int     `json:"block_size_tokens"`
-	LRUCapacityPerServer   int     `json:"lru_capacity_per_server"`
+	// MaxTTFTPenaltyMs is how much longer, in milliseconds, the best sticky endpoint's
+	// estimated TTFT may be than the best other endpoint's before all endpoints stay
+	// (18,000; 0: no limit).
+	MaxTTFTPenaltyMs float64 `json:"max_ttft_penalty_ms"`
+	// PeakPrefillThroughput is the prefill rate, in tokens per second, that turns in-flight
+	// tokens into an estimated TTFT (15,928; needed when MaxTTFTPenaltyMs > 0).
+	PeakPrefillThroughput float64 `json:"peak_prefill_throughput"`
+	// QueueThresholdTokens is the in-flight token count at which the token-load score
+	// reaches 0 (4,194,304).
+	QueueThresholdTokens int64 `json:"queue_threshold_tokens"`
+	// BlockSizeTokens is the prefix index's block size in tokens (64).
+	BlockSizeTokens int `json:"block_size_tokens"`
+	// LRUCapacityPerServer is an endpoint's prefix index capacity in blocks (31,250).
+	LRUCapacityPerServer int `json:"lru_capacity_per_server"`
 }
 
 // DefaultTokenLoadConfig returns the llm-d plugin defaults.

@@ -36,6 +36,12 @@
 //     text) derived from the id, so prefix reuse in the stream is exactly the trace's.
 //   - azure: Azure LLM inference CSV traces (`TIMESTAMP,ContextTokens,GeneratedTokens`; also
 //     Vidur's `arrived_at,num_prefill_tokens,num_decode_tokens`). Prompts are unique.
+//   - chat-prefixes: KubeAI's prefix-aware load-balancing benchmark (benchmarks/chat-py in
+//     substratusai/kubeai): every prefix of a ShareGPT-like conversation (at least MinTurns
+//     turns) that ends with a user message is a prompt; the first Prompts of them are shuffled
+//     and sent Rounds times over by Concurrency closed-loop clients. The conversations are
+//     synthetic ShareGPT-like ones, with user messages and answers of mean PromptTokens and
+//     AnswerTokens.
 //   - mix: several tenants, each with its own workload. A tenant without an arrival of its own
 //     receives a Weight-proportional share of the top-level arrivals; a tenant with one runs
 //     independently at its own rate (a flooding tenant is one with a high rate).
@@ -103,6 +109,8 @@
 //	                think_time 0, think_dist constant (multi-turn only)
 //	mooncake        path (required); block_tokens 512
 //	azure           path (required)
+//	chat-prefixes   prompts 800; rounds 10; concurrency 800; min_turns 8; prompt_tokens 50
+//	                (mean user message); answer_tokens 106; output_tokens 76
 //	mix             tenants: [{name, weight 1, workload, arrival (optional)}]
 //	arrival         process poisson (trace for mooncake and azure); rate 10 sessions/s;
 //	                burstiness 1 (gamma); time_scale 1 (trace); normalize false;

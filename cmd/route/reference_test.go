@@ -29,7 +29,7 @@ func TestReference(t *testing.T) {
 		Regen: "go test ./cmd/route -run TestReference -update", Tables: []docref.Table{
 			{Title: "Flags", Intro: "Flags given explicitly override the `-config` file.", Rows: docref.Flags(o.fs)},
 			{Title: "Configuration file (`-config`)", Intro: "YAML, decoded strictly ([proxy.md](../proxy.md)). " +
-				"`<name>` is a backend's name or URL.", Rows: keys},
+				"`<name>` is a backend's name or URL. The policy's parameters: [policies.md](policies.md).", Rows: keys},
 		}}
 	if err := page.Verify(*update); err != nil {
 		t.Error(err)

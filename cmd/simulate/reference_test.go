@@ -2,10 +2,12 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"io"
 	"testing"
 
 	"kvroute/internal/docref"
+	"kvroute/router"
 	"kvroute/sweep"
 )
 
@@ -33,8 +35,71 @@ func TestReference(t *testing.T) {
 			{Title: "Sweep file (`-config`)", Intro: "YAML, decoded strictly ([sweeps.md](../sweeps.md)); `cmd/loadgen` " +
 				"reads the same file. Any list of scalars under `fleet`, `workload`, `arrival` or `router` " +
 				"(and `requests`, `duration`, `seed`) is a sweep axis. A sweep file has no defaults of its " +
-				"own: a zero value means the default the description names.", Rows: keys},
+				"own: a zero value means the default the description names. Each policy's parameters: " +
+				"[policies.md](policies.md).", Rows: keys},
 		}}
+	if err := page.Verify(*update); err != nil {
+		t.Error(err)
+	}
+}
+
+// policyDefaults holds each built-in policy's parameters with their defaults, as the
+// registry decodes them (router.DecodeParams, by json tag); TestPolicyReference fails when
+// the registry and this list disagree, so a new policy cannot go without its page section.
+var policyDefaults = map[string]any{
+	"random":           router.DefaultRandomConfig(),
+	"round-robin":      router.DefaultRoundRobinConfig(),
+	"least-request":    router.DefaultLeastRequestConfig(),
+	"power-of-two":     router.DefaultPowerOfTwoConfig(),
+	"least-kv-cache":   router.DefaultLeastKVCacheConfig(),
+	"session-affinity": router.DefaultSessionAffinityConfig(),
+	"prefix-cache":     router.DefaultPrefixCacheConfig(),
+	"prefix-tree":      router.DefaultPrefixTreeConfig(),
+	"prefix-score":     router.DefaultPrefixScoreConfig(),
+	"precise-prefix":   router.DefaultPrecisePrefixConfig(),
+	"cache-aware":      router.DefaultCacheAwareConfig(),
+	"chwbl":            router.DefaultCHWBLConfig(),
+	"vtc-basic":        router.DefaultVTCConfig(),
+	"lmetric":          router.DefaultLMetricConfig(),
+	"kv-router":        router.DefaultKVRouterConfig(),
+	"token-load":       router.DefaultTokenLoadConfig(),
+	"predicted-ttft":   router.DefaultPredictedTTFTConfig(),
+}
+
+// TestPolicyReference checks docs/reference/policies.md against every built-in policy's
+// parameters, and that every parameter has a description; -update rewrites the page.
+func TestPolicyReference(t *testing.T) {
+	src, err := docref.NewSources(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tables []docref.Table
+	for _, info := range router.Builtin().Info() {
+		cfg, ok := policyDefaults[info.Name]
+		if !ok {
+			t.Errorf("policy %s is registered but not in policyDefaults", info.Name)
+			continue
+		}
+		rows, err := docref.KeysByTag(cfg, src, "json")
+		if err != nil {
+			t.Fatal(err)
+		}
+		intro := fmt.Sprintf("%s. Reproduces %s.", info.Rule, info.Source)
+		if len(rows) == 0 {
+			intro += " No parameters."
+		}
+		tables = append(tables, docref.Table{Title: "`" + info.Name + "`", Intro: intro, Rows: rows})
+	}
+	if len(tables) != len(policyDefaults) {
+		t.Errorf("policyDefaults has %d policies, the registry %d", len(policyDefaults), len(tables))
+	}
+	page := docref.Page{Path: "../../docs/reference/policies.md", Title: "Policy parameters",
+		Regen: "go test ./cmd/simulate -run TestPolicyReference -update", Tables: append([]docref.Table{{
+			Title: "Giving parameters", Intro: "A sweep file's `policies` entries, `cmd/route`'s `policy` key and " +
+				"its `-policy` flag take a policy by name (`prefix-score`) or with parameters " +
+				"(`{name: prefix-score, prefix_weight: 2}`); a sweep file may list one policy several times " +
+				"with different parameters. Keys not listed here are rejected. How each policy decides and " +
+				"what it reproduces: [policies.md](../policies.md)."}}, tables...)}
 	if err := page.Verify(*update); err != nil {
 		t.Error(err)
 	}

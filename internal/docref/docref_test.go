@@ -71,6 +71,55 @@ func TestKeys(t *testing.T) {
 	}
 }
 
+// Duration stands for a named duration type such as router.Duration.
+type Duration int64
+
+// params is a configuration decoded by its json tags, as policy parameters are.
+type params struct {
+	// Window is how far back to look.
+	Window Duration `json:"window"`
+	// Weight is a share, in [0, 1].
+	Weight float64 `json:"weight,omitempty"`
+	// Yaml is not read: only the json tag names keys here.
+	Other int `yaml:"other" json:"json_other"`
+	// Lo and Hi bound it: one comment for a run of fields.
+	Lo int `json:"lo"`
+	Hi int `json:"hi"`
+	// Next has its own comment.
+	Next int `json:"next"`
+	Bare int `json:"bare"`
+}
+
+func TestKeysByTagJSON(t *testing.T) {
+	src, err := NewSources(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := KeysByTag(params{Window: Duration(30 * time.Second), Weight: 0.5}, src, "json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Row{
+		{"window", "duration", "30s", "Window is how far back to look."},
+		{"weight", "float", "0.5", "Weight is a share, in [0, 1]."},
+		{"json_other", "int", "", "Yaml is not read: only the json tag names keys here."},
+		{"lo", "int", "", "Lo and Hi bound it: one comment for a run of fields."},
+		{"hi", "int", "", "Lo and Hi bound it: one comment for a run of fields."},
+		{"next", "int", "", "Next has its own comment."},
+		{"bare", "int", "", ""},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("KeysByTag (-want +got):\n%s", diff)
+	}
+}
+
+func TestRenderEmptyTable(t *testing.T) {
+	page := string(Render("t", "regen", Table{Title: "none", Intro: "No keys."}, Table{Title: "one", Rows: []Row{{Key: "k", Doc: "d"}}}))
+	if strings.Count(page, "| key |") != 1 || !strings.Contains(page, "## none\n\nNo keys.\n\n## one") {
+		t.Errorf("Render with an empty table:\n%s", page)
+	}
+}
+
 func ExampleFlags() {
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.Duration("interval", 50*time.Millisecond, "time between scrapes")

@@ -29,13 +29,20 @@ type Row struct {
 // from the source of the packages declaring them (src resolves a package path to its
 // directory, see Sources).
 func Keys(v any, src *Sources) ([]Row, error) {
-	w := walker{src: src, open: map[reflect.Type]string{}}
+	return KeysByTag(v, src, "yaml")
+}
+
+// KeysByTag is Keys with the keys read from the struct tag named tag ("yaml" or "json"):
+// policy parameters, for one, are decoded by their json tags.
+func KeysByTag(v any, src *Sources, tag string) ([]Row, error) {
+	w := walker{src: src, tag: tag, open: map[reflect.Type]string{}}
 	w.walk("", reflect.ValueOf(v))
 	return w.rows, errors.Join(w.errs...)
 }
 
 type walker struct {
 	src  *Sources
+	tag  string // the struct tag that names keys
 	rows []Row
 	errs []error
 	open map[reflect.Type]string // the structs being walked, by their key prefix
@@ -55,7 +62,7 @@ func (w *walker) walk(prefix string, v reflect.Value) {
 	defer delete(w.open, t)
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, inline, ok := yamlKey(f)
+		name, inline, ok := tagKey(f, w.tag)
 		if !ok {
 			continue
 		}
@@ -89,9 +96,10 @@ func (w *walker) nested(key string, v reflect.Value) {
 	}
 }
 
-// yamlKey returns the field's YAML key, whether it is inlined, and whether it is a key at all.
-func yamlKey(f reflect.StructField) (name string, inline, ok bool) {
-	tag, hasTag := f.Tag.Lookup("yaml")
+// tagKey returns the field's key under the struct tag named key ("yaml" or "json"), whether
+// it is inlined, and whether it is a key at all.
+func tagKey(f reflect.StructField, key string) (name string, inline, ok bool) {
+	tag, hasTag := f.Tag.Lookup(key)
 	if tag == "-" || !f.IsExported() && !strings.Contains(tag, "inline") {
 		return "", false, false
 	}
@@ -120,13 +128,20 @@ func isStruct(t reflect.Type) bool {
 	p := reflect.PointerTo(t)
 	_, y := p.MethodByName("UnmarshalYAML")
 	_, x := p.MethodByName("UnmarshalText")
-	return !y && !x
+	_, j := p.MethodByName("UnmarshalJSON")
+	return !y && !x && !j
+}
+
+// isDuration reports whether t is time.Duration or a named duration type of its own
+// (router.Duration): an int64 called Duration.
+func isDuration(t reflect.Type) bool {
+	return t == durationType || t.Kind() == reflect.Int64 && t.Name() == "Duration"
 }
 
 // typeName names t as a configuration file spells it.
 func typeName(t reflect.Type) string {
 	switch {
-	case t == durationType:
+	case isDuration(t):
 		return "duration"
 	case t.Kind() == reflect.Pointer:
 		return typeName(t.Elem())
@@ -160,8 +175,8 @@ func format(v reflect.Value) string {
 		if m, err := v.Interface().(yamlMarshaler).MarshalYAML(); err == nil {
 			return fmt.Sprint(m)
 		}
-	case v.Type() == durationType:
-		return v.Interface().(time.Duration).String()
+	case isDuration(v.Type()):
+		return time.Duration(v.Int()).String()
 	case v.Kind() == reflect.Slice:
 		parts := make([]string, v.Len())
 		for i := range parts {
@@ -278,13 +293,21 @@ func (s *Sources) parse(pkg string) error {
 	return nil
 }
 
+// addFields records the doc comments of st's fields. A field with no comment of its own
+// takes the previous field's when that comment names it ("A and B weigh ..."), the way one
+// comment documents a run of related fields.
 func (s *Sources) addFields(pkg, typ string, st *ast.StructType) {
+	prev := ""
 	for _, f := range st.Fields.List {
 		text := f.Doc.Text()
 		if text == "" {
 			text = f.Comment.Text()
 		}
 		text = strings.Join(strings.Fields(text), " ")
+		if text == "" && len(f.Names) == 1 && strings.Contains(prev, f.Names[0].Name) {
+			text = prev
+		}
+		prev = text
 		names := f.Names
 		if len(names) == 0 { // embedded: the type's name
 			if id := embeddedName(f.Type); id != "" {

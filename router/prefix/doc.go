@@ -3,8 +3,9 @@
 //
 //   - ChainHash and ChainHashString cut a prompt (bytes, characters or
 //     tokenizer output) into fixed-size blocks and chain-hash them with
-//     xxhash64, as vLLM, GIE and AIBrix do; Seed folds the model and adapter
-//     into the first hash.
+//     xxhash64, as GIE and AIBrix chain their block hashes; Seed folds the
+//     model and adapter into the first hash. TokenBlockHash is the key of a
+//     block of token ids (package blockhash), shared with the engine.
 //   - BlockStore is AIBrix's global LRU prefix table (capacity in blocks,
 //     TTL sweep, AIBrix MatchPrefix semantics).
 //   - Index is GIE's approximate per-endpoint LRU index
