@@ -95,7 +95,7 @@ func serve(ctx context.Context, o *options, cfg fileConfig, e env, log *slog.Log
 	if err != nil {
 		return err
 	}
-	if _, reads := g.Policy().(router.KVEventObserver); reads && !cfg.Gateway.KVEvents.Enabled() {
+	if router.ReadsKVEvents(g.Policy()) && !cfg.Gateway.KVEvents.Enabled() {
 		log.Warn("the policy reads the replicas' KV events: without kv_events it sees no cached prefix", "policy", cfg.Gateway.Policy)
 	}
 	if g.Tokenizes() {
