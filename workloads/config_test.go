@@ -123,6 +123,11 @@ func TestValidateRejects(t *testing.T) {
 			{Name: "y", Workload: WorkloadConfig{Groups: 0, QuestionTokens: -3}},
 		}}}, wants: []string{"tenants[0].name", "tenants[1].workload.kind", "tenants[2].weight", "tenants[2].workload.path",
 			"tenants[3].name: duplicate", "tenants[3].workload.question_tokens"}},
+		{name: "tenant-arrival-never-ends", cfg: Config{Workload: WorkloadConfig{Kind: KindMix, Tenants: []TenantConfig{
+			{Name: "calm", Workload: WorkloadConfig{Kind: KindSyntheticChat}},
+			{Name: "flood", Workload: WorkloadConfig{Kind: KindSyntheticChat}, Arrival: &ArrivalConfig{Rate: 50}},
+		}}, Arrival: ArrivalConfig{Stages: []StageConfig{{Rate: 5, Duration: time.Second}}}},
+			wants: []string{"tenants[1].arrival: a tenant with its own arrival never ends"}},
 		{name: "empty-mix", cfg: Config{Workload: WorkloadConfig{Kind: KindMix}}, wants: []string{"workload.tenants"}},
 	}
 	for _, tc := range tests {

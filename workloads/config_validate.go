@@ -62,6 +62,14 @@ func (c Config) Validate() error {
 	if r.Arrival.Normalize && c.Requests == 0 {
 		p.add("arrival.normalize", "needs requests > 0 (the number of arrivals to rescale)")
 	}
+	if c.Requests == 0 && c.Duration == 0 && len(r.Arrival.Stages) > 0 {
+		for i, t := range r.Workload.Tenants {
+			if t.Arrival != nil && t.Arrival.Process != ProcessTrace {
+				p.add(fmt.Sprintf("workload.tenants[%d].arrival", i),
+					"a tenant with its own arrival never ends: set requests or duration (top-level stages do not end it)")
+			}
+		}
+	}
 	return errors.Join(p.errs...)
 }
 
