@@ -55,11 +55,35 @@ func (r *Replica) scheduleWaitingOffload(budget int) {
 			}
 		}
 		if !ok {
+			if len(r.running) == 0 && r.releaseLoaded() {
+				continue // try s again
+			}
 			break
 		}
 		r.startRunningAt(i, n)
 		budget -= n
 	}
+}
+
+// releaseLoaded makes the waiting requests whose loads ended give their GPU blocks back and
+// start over, as if preempted, recomputing instead of loading again (so that they cannot
+// take the blocks back by loading again, for ever), and reports whether any did. The
+// scheduler calls it before it preempts a running request for blocks, and when nothing runs
+// and the request it must admit next does not fit: those blocks are then the only ones that
+// can let it in. (vLLM would wait for ever or preempt in a loop here; a replica sized as
+// vLLM is deployed hardly gets here, but a tiny simulated one would lose requests.)
+func (r *Replica) releaseLoaded() bool {
+	released := false
+	for _, s := range r.waiting {
+		if s.load != loadDone {
+			continue
+		}
+		r.pool.release(s.blocks)
+		s.blocks = s.blocks[:0]
+		s.load, s.computed, s.reg, s.cpuHit, s.noLoad = loadNone, 0, 0, 0, true
+		released = true
+	}
+	return released
 }
 
 // admitOrLoad looks up the GPU prefix cache, then the CPU tier past the GPU hit. On a CPU hit
@@ -271,7 +295,7 @@ func (o *offloader) noteStore(r *Replica, s *seq) {
 
 // flushStores offers the tier the blocks noted this step, which the step ending at now has
 // computed: each request's new blocks are one store, skipped when the tier cannot make
-// room (and offered again next step).
+// room.
 func (r *Replica) flushStores(now sim.Time) {
 	o := r.off
 	for _, p := range o.pending {
@@ -291,10 +315,7 @@ func (r *Replica) store(p storeReq, now sim.Time) {
 	o.toStore, o.evicted = toStore, evicted
 	r.announceCPU(evicted, false)
 	if !ok {
-		if int(s.offNext) == p.to {
-			s.offNext = int32(p.from)
-		}
-		return
+		return // skipped: vLLM offers these blocks again at the request's next step; here they are given up
 	}
 	o.buf2 = o.cpuHashes(s, 0, p.to, o.buf2[:0])
 	o.tier.touch(o.buf2)

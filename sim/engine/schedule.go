@@ -13,7 +13,9 @@ func (r *Replica) schedule() gpumodel.Step {
 		r.materializeAll() // some request will not get all it needs: go one by one
 	}
 	budget, preempted := r.scheduleRunning()
-	if !preempted {
+	if !preempted || r.off != nil && len(r.running) == 0 {
+		// With a CPU tier, requests waiting for their loads hold blocks, so a step may
+		// preempt every running request; vLLM's engine would schedule again at once.
 		r.scheduleWaiting(budget)
 	}
 	step := r.batchStep()
@@ -120,6 +122,9 @@ func (r *Replica) startRunning(n int) {
 // was preempted (it was the newest left).
 func (r *Replica) allocateOrPreempt(s *seq, total int) (ok, preempted bool) {
 	for !r.allocate(s, total) {
+		if r.off != nil && r.releaseLoaded() {
+			continue // requests waiting with loaded blocks give them back first
+		}
 		victim := r.running[len(r.running)-1]
 		r.preempt(victim)
 		preempted = true
@@ -151,6 +156,9 @@ func (r *Replica) allocate(s *seq, total int) bool {
 // register caches s's first full blocks, up to full, whose tokens are known.
 func (r *Replica) register(s *seq, full int) {
 	if s.reg >= full {
+		if r.off != nil {
+			r.off.noteStore(r, s) // the blocks of a GPU hit are offered to the CPU tier too
+		}
 		return // every full block is offered already (they all have hashes)
 	}
 	known := min(r.hashUpTo(s, full), len(s.blocks))
