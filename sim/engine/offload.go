@@ -33,7 +33,10 @@ type OffloadConfig struct {
 	Latency time.Duration
 	// LoadTimeout is how long a load may take before it is abandoned and the request
 	// recomputes what it would have loaded (vLLM's load_timeout_seconds); 0: 30 s.
-	LoadTimeout time.Duration
+	LoadTimeout time.Duration	// IgnoreGPUHits admits every request as if the GPU's prefix cache held nothing, so that
+	// prefixes come from the CPU tier or are computed: vLLM with prefix caching disabled
+	// and a connector, as the offloading blog measures loads (calibration).
+	IgnoreGPUHits bool
 }
 
 // DefaultLoadTimeout is vLLM's default load_timeout_seconds.
@@ -128,9 +131,7 @@ type offloader struct {
 	loads      int      // loads in flight
 	jobs       map[*seq]*loadJob
 	pending    []storeReq // stores noted this step, issued when it ends
-	// noGPUHits ignores the GPU prefix cache when admitting (tests: vLLM with prefix
-	// caching disabled, as the offloading blog measures it).
-	noGPUHits bool
+	noGPUHits bool // OffloadConfig.IgnoreGPUHits
 
 	buf, buf2, toStore, evicted, stored []uint64
 }
@@ -167,7 +168,8 @@ func newOffloader(c OffloadConfig, d gpumodel.Deployment) (*offloader, error) {
 	}
 	o := &offloader{bs: c.blockSize(d), tokenBytes: d.KVBytesPerTokenPerGPU(), gpus: int64(max(d.TP, 1)),
 		bw: c.Bandwidth, latency: sim.Time(c.Latency), timeout: sim.Time(c.LoadTimeout), decode: c.Decode,
-		tier: newCPUTier(int(min(c.capacity(d), math.MaxInt32))), jobs: make(map[*seq]*loadJob)}
+		tier: newCPUTier(int(min(c.capacity(d), math.MaxInt32))), jobs: make(map[*seq]*loadJob),
+		noGPUHits: c.IgnoreGPUHits}
 	o.factor = o.bs / d.BlockSize
 	if o.bw == 0 {
 		o.bw = d.GPU.HostBandwidth

@@ -37,7 +37,7 @@ func newRefOffload(r *refReplica) *refOffload {
 	c, d := r.cfg.Offload, r.cfg.Deployment
 	o := &refOffload{cfg: c, bs: c.blockSize(d), tokenBytes: d.KVBytesPerTokenPerGPU(), gpus: int64(max(d.TP, 1)),
 		bw: c.Bandwidth, timeout: sim.Time(c.LoadTimeout), tier: newCPUTier(int(c.capacity(d))),
-		loading: map[*refSeq][]uint64{}}
+		loading: map[*refSeq][]uint64{}, noGPUHits: c.IgnoreGPUHits}
 	o.factor = o.bs / d.BlockSize
 	if o.bw == 0 {
 		o.bw = d.GPU.HostBandwidth
