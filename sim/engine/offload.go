@@ -33,7 +33,7 @@ type OffloadConfig struct {
 	Latency time.Duration
 	// LoadTimeout is how long a load may take before it is abandoned and the request
 	// recomputes what it would have loaded (vLLM's load_timeout_seconds); 0: 30 s.
-	LoadTimeout time.Duration	// IgnoreGPUHits admits every request as if the GPU's prefix cache held nothing, so that
+	LoadTimeout time.Duration // IgnoreGPUHits admits every request as if the GPU's prefix cache held nothing, so that
 	// prefixes come from the CPU tier or are computed: vLLM with prefix caching disabled
 	// and a connector, as the offloading blog measures loads (calibration).
 	IgnoreGPUHits bool
@@ -131,7 +131,7 @@ type offloader struct {
 	loads      int      // loads in flight
 	jobs       map[*seq]*loadJob
 	pending    []storeReq // stores noted this step, issued when it ends
-	noGPUHits bool // OffloadConfig.IgnoreGPUHits
+	noGPUHits  bool       // OffloadConfig.IgnoreGPUHits
 
 	buf, buf2, toStore, evicted, stored []uint64
 }
