@@ -196,6 +196,9 @@ func (o *offloader) startLoad(r *Replica, s *seq, hit, tokens int) {
 			r.m.OffloadLoads++
 			r.m.OffloadLoadBytes += bytes * o.gpus
 			r.m.OffloadLoadTime += d
+			if r.hooks.Transfer != nil {
+				r.hooks.Transfer(false, bytes*o.gpus, d)
+			}
 		}
 		r.loadEnded(job, t, true)
 	})
@@ -352,6 +355,9 @@ func (r *Replica) storeEnded(job *storeJob, now sim.Time) {
 	r.m.OffloadStores++
 	r.m.OffloadStoreBytes += job.bytes * o.gpus
 	r.m.OffloadStoreTime += job.dur
+	if r.hooks.Transfer != nil {
+		r.hooks.Transfer(true, job.bytes*o.gpus, job.dur)
+	}
 	if len(r.waiting) > 0 {
 		r.kick(now)
 	}

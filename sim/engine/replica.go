@@ -48,6 +48,9 @@ type Hooks struct {
 	// KV, when set, hears the prefix cache change, as vLLM's KV events report it: a block
 	// hash stored or removed, or the whole cache cleared (the replica failed).
 	KV func(KVEvent)
+	// Transfer, when set, hears each CPU-tier copy that ends: a store (toCPU) or a load, its
+	// bytes over all the replica's GPUs and its duration (vLLM's offload metrics).
+	Transfer func(toCPU bool, bytes int64, d time.Duration)
 }
 
 // KVEvent is one change of a replica's prefix cache: BlockStored (Stored), BlockRemoved, or
@@ -235,6 +238,15 @@ func (r *Replica) Metrics() Metrics {
 
 // Down reports whether the replica has failed and not recovered.
 func (r *Replica) Down() bool { return r.down }
+
+// CPUBlocks returns the CPU tier's capacity in offloaded blocks (vLLM's num_cpu_blocks), 0
+// without a tier.
+func (r *Replica) CPUBlocks() int {
+	if r.off == nil {
+		return 0
+	}
+	return r.off.tier.capacity
+}
 
 // Submit hands a request to the replica at the kernel's current time. A request that can never
 // fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
