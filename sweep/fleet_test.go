@@ -138,8 +138,8 @@ func TestEngineAppliesTheOffloadArgs(t *testing.T) {
 // TestOffloadSizeIsAnAxis checks that a list of CPU tier sizes sweeps the fleet with and
 // without a tier.
 func TestOffloadSizeIsAnAxis(t *testing.T) {
-	pts, err := Parse([]byte("name: x\nfleet: {replicas: 2, gpu: H100-SXM-80GB, model: llama-3.1-8b, kv_offloading_size: [0, 64]}\n"+
-		"workload: {kind: synthetic}\narrival: {rate: 1}\npolicies: [round-robin]\n"), "x")
+	pts, err := Parse([]byte("name: x\nrequests: 10\nfleet: {replicas: 2, gpu: H100-SXM-80GB, model: llama-3.1-8b, kv_offloading_size: [0, 64]}\n"+
+		"workload: {kind: shared-prefix}\narrival: {rate: 1}\npolicies: [round-robin]\n"), "x")
 	if err != nil {
 		t.Fatal(err)
 	}
