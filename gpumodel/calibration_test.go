@@ -21,7 +21,7 @@ const (
 
 type calibrationPoint struct {
 	Name    string  `json:"name"`
-	Kind    string  `json:"kind"` // step | layer_linear | kv_capacity | workload
+	Kind    string  `json:"kind"` // step | layer_linear | kv_capacity | workload | offload
 	GPU     string  `json:"gpu"`
 	Model   string  `json:"model"`
 	TP      int     `json:"tp"`
@@ -57,11 +57,11 @@ func loadCalibration(t *testing.T) []calibrationPoint {
 	if err := dec.Decode(&doc); err != nil {
 		t.Fatalf("testdata/calibration.json: %v", err)
 	}
-	// Workload points are simulated runs; internal/calibrate checks them (gpumodel cannot
-	// import the simulator).
+	// Workload and offload points are simulated runs; internal/calibrate checks them
+	// (gpumodel cannot import the simulator).
 	var steps []calibrationPoint
 	for _, p := range doc.Points {
-		if p.Kind != "workload" {
+		if p.Kind != "workload" && p.Kind != "offload" {
 			steps = append(steps, p)
 		}
 	}

@@ -53,6 +53,7 @@ type gpuSpec struct {
 	MemoryBandwidthTBps *float64    `json:"memory_bandwidth_tbps,omitempty"`
 	LinkBandwidthGBps   *float64    `json:"link_bandwidth_gbps,omitempty"`
 	LinkLatencyMicros   *float64    `json:"link_latency_us,omitempty"`
+	HostBandwidthGBps   *float64    `json:"host_bandwidth_gbps,omitempty"`
 	Efficiency          *efficiency `json:"efficiency,omitempty"`
 }
 
@@ -320,6 +321,7 @@ func (s gpuSpec) build(c Catalog) (GPU, error) {
 	setScaled(&g.PeakFP8FLOPS, s.PeakFP8TFLOPS, 1e12)
 	setScaled(&g.MemoryBandwidth, s.MemoryBandwidthTBps, 1e12)
 	setScaled(&g.LinkBandwidth, s.LinkBandwidthGBps, 1e9)
+	setScaled(&g.HostBandwidth, s.HostBandwidthGBps, 1e9)
 	if s.MemoryGiB != nil {
 		if v := *s.MemoryGiB; !(v > 0 && v < 1<<30) {
 			return GPU{}, fmt.Errorf("memory_gib must be in (0, 2^30), got %v", v)
@@ -421,6 +423,7 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 			MemoryBandwidthTBps: ptr(g.MemoryBandwidth / 1e12),
 			LinkBandwidthGBps:   ptr(g.LinkBandwidth / 1e9),
 			LinkLatencyMicros:   ptr(float64(g.LinkLatency) / 1e3),
+			HostBandwidthGBps:   optional(g.HostBandwidth / 1e9),
 			Efficiency: &efficiency{
 				PrefillMFU: ptr(g.Efficiency.PrefillMFU), DecodeMFU: ptr(g.Efficiency.DecodeMFU),
 				Memory: ptr(g.Efficiency.Memory), Link: ptr(g.Efficiency.Link),
@@ -451,3 +454,11 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// optional returns a pointer to v, or nil for 0 (a field left out).
+func optional(v float64) *float64 {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}

@@ -34,6 +34,10 @@ type GPU struct {
 	LinkBandwidth float64
 	// LinkLatency is the fixed cost of one small tensor-parallel all-reduce.
 	LinkLatency time.Duration
+	// HostBandwidth is the one-way GPU↔host (PCIe) copy bandwidth in bytes/s that a KV
+	// offload to CPU memory reaches, per GPU; 0 when unknown (a replica cannot then offload
+	// unless its configuration gives one).
+	HostBandwidth float64
 	// Efficiency holds the fractions of the peaks a replica reaches.
 	Efficiency Efficiency
 }
@@ -89,6 +93,9 @@ func (g GPU) Validate() error {
 	pos("memory bytes", float64(g.MemoryBytes))
 	pos("memory bandwidth", g.MemoryBandwidth)
 	pos("link bandwidth", g.LinkBandwidth)
+	if !(g.HostBandwidth >= 0 && !math.IsInf(g.HostBandwidth, 1)) {
+		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: host bandwidth must be finite and not negative, got %v", g.Name, g.HostBandwidth))
+	}
 	if g.LinkLatency < 0 {
 		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: link latency must not be negative, got %v", g.Name, g.LinkLatency))
 	}
@@ -121,6 +128,16 @@ func (g GPU) Validate() error {
 //     (34–61). H200 takes H100's (same NVLink 4 switch). A decode step of a 70B model at TP 4
 //     runs 160 of them. L40S and L4 keep an unmeasured 30 µs prior (Vidur has no PCIe
 //     all-reduce profile); an all-reduce over PCIe is likely slower than over NVLink.
+//   - HostBandwidth: measured on H100 only, in vLLM's offloading blog (vllm-project/
+//     vllm-project.github.io@c3a01c4a5807 _posts/2026-01-08-kv-offloading-connector.md):
+//     its copy microbenchmark moves 1000 blocks GPU→CPU or CPU→GPU at about 50 GB/s one way
+//     at large blocks (Figures 3-4; 83.4 GB/s both ways at once), and vLLM's own loads of
+//     Llama-3.1-8B's 2 MB blocks take 3.0 ms more per 1,000 prompt tokens (131 MB) in its
+//     single-request TTFT runs (Figure 1, 10K to 100K tokens): 44 GB/s end to end, the
+//     figure kept, since it is what a load costs (internal/calibrate checks it). H100 PCIe
+//     and H200 have the same PCIe Gen5 x16 host link and take it, assumed. A100, L40S and
+//     L4 have PCIe Gen4 x16, half Gen5's 64 GB/s per direction by the specification: 22
+//     GB/s, the same fraction of the link, is assumed, not measured.
 //   - Efficiency: calibrated in calibration_test.go against testdata/calibration.json
 //     (A100, H100). H200 reuses H100's (same compute die); L40S and L4 are uncalibrated
 //     Ada priors. See README.md.
@@ -156,6 +173,7 @@ func A100SXM40GB() GPU {
 		MemoryBandwidth: 1.555e12,
 		LinkBandwidth:   300e9,
 		LinkLatency:     51 * time.Microsecond,
+		HostBandwidth:   22e9,
 		Efficiency:      ampereEfficiency(),
 	}
 }
@@ -171,6 +189,7 @@ func A100SXM80GB() GPU {
 		MemoryBandwidth: 2.039e12,
 		LinkBandwidth:   300e9,
 		LinkLatency:     51 * time.Microsecond,
+		HostBandwidth:   22e9,
 		Efficiency:      ampereEfficiency(),
 	}
 }
@@ -187,6 +206,7 @@ func H100SXM80GB() GPU {
 		MemoryBandwidth: 3.35e12,
 		LinkBandwidth:   450e9,
 		LinkLatency:     37 * time.Microsecond,
+		HostBandwidth:   44e9,
 		Efficiency:      hopperEfficiency(),
 	}
 }
@@ -206,6 +226,7 @@ func H100PCIe80GB() GPU {
 		MemoryBandwidth: 2.0e12,
 		LinkBandwidth:   64e9,
 		LinkLatency:     30 * time.Microsecond,
+		HostBandwidth:   44e9,
 		Efficiency:      hopperEfficiency(),
 	}
 }
@@ -222,6 +243,7 @@ func H200SXM141GB() GPU {
 		MemoryBandwidth: 4.8e12,
 		LinkBandwidth:   450e9,
 		LinkLatency:     37 * time.Microsecond,
+		HostBandwidth:   44e9,
 		Efficiency:      hopperEfficiency(),
 	}
 }
@@ -237,6 +259,7 @@ func L40S() GPU {
 		MemoryBandwidth: 0.864e12,
 		LinkBandwidth:   32e9,
 		LinkLatency:     30 * time.Microsecond,
+		HostBandwidth:   22e9,
 		Efficiency:      adaEfficiency(),
 	}
 }
@@ -252,6 +275,7 @@ func L4() GPU {
 		MemoryBandwidth: 0.300e12,
 		LinkBandwidth:   32e9,
 		LinkLatency:     30 * time.Microsecond,
+		HostBandwidth:   22e9,
 		Efficiency:      adaEfficiency(),
 	}
 }

@@ -32,6 +32,9 @@ type Record struct {
 	// PromptTokens, CachedTokens and OutputTokens are the usage; CachedTokens is the prompt
 	// part served from the prefix cache.
 	PromptTokens, CachedTokens, OutputTokens int
+	// CPUCachedTokens is the part of CachedTokens loaded from a CPU KV tier (the simulator's
+	// engine reports it; 0 without a tier). requests.csv does not carry it.
+	CPUCachedTokens int
 	// Preemptions counts the replica's preemptions of the request; Retries the router's
 	// re-sends to another endpoint.
 	Preemptions, Retries int

@@ -88,7 +88,35 @@ func (r ReplicaConfig) Engine(cat gpumodel.Catalog, section string) (engine.Conf
 	if err != nil {
 		return engine.Config{}, err
 	}
-	return engine.Config{Deployment: d, NumBlocks: r.NumBlocks, Release: rel, SchedulerSteps: r.NumSchedulerSteps}, nil
+	off, err := r.offload(d, rel, section)
+	if err != nil {
+		return engine.Config{}, err
+	}
+	return engine.Config{Deployment: d, NumBlocks: r.NumBlocks, Release: rel, SchedulerSteps: r.NumSchedulerSteps,
+		Offload: off}, nil
+}
+
+// offload is the CPU KV tier r asks for on deployment d (the zero value: none).
+func (r ReplicaConfig) offload(d gpumodel.Deployment, rel engine.Release, section string) (engine.OffloadConfig, error) {
+	size := r.KVOffloadingSize
+	if !(size >= 0 && size < 1<<30) {
+		return engine.OffloadConfig{}, keyErr(section, "kv_offloading_size", " %v: want GiB in [0, 2^30)", size)
+	}
+	if size == 0 {
+		if r.KVOffloadingBlockSize != 0 || r.KVOffloadingPromptOnly != nil {
+			return engine.OffloadConfig{}, keyErr(section, "kv_offloading_size", " is 0: kv_offloading_block_size and kv_offloading_prompt_only need a CPU tier")
+		}
+		return engine.OffloadConfig{}, nil
+	}
+	if rel.V0Scheduler {
+		return engine.OffloadConfig{}, keyErr(section, "kv_offloading_size", ": vLLM %s has no offloading connector (V1 only)", rel.Name)
+	}
+	c := engine.OffloadConfig{Bytes: int64(size * gpumodel.GiB), BlockSize: r.KVOffloadingBlockSize,
+		Decode: r.KVOffloadingPromptOnly != nil && !*r.KVOffloadingPromptOnly}
+	if err := c.Validate(d); err != nil {
+		return engine.OffloadConfig{}, &KeyError{Key: section + ".kv_offloading_size", Err: fmt.Errorf("%s.kv_offloading_size: %w", section, err)}
+	}
+	return c, nil
 }
 
 // checkV0 checks the engine arguments that only V0 takes or that V0 needs set:

@@ -25,6 +25,13 @@ func TestReplicaEngineErrorsNameTheKey(t *testing.T) {
 		{"unknown release", func(r *ReplicaConfig) { r.VLLM = "v0.5" }, "hardware.a.vllm"},
 		{"V0 steps on V1", func(r *ReplicaConfig) { r.NumSchedulerSteps = 8 }, "hardware.a.num_scheduler_steps"},
 		{"V0 without a token budget", func(r *ReplicaConfig) { r.VLLM = "v0.6" }, "hardware.a.vllm"},
+		{"CPU tier", func(r *ReplicaConfig) { r.KVOffloadingSize, r.KVOffloadingBlockSize = 64, 32 }, ""},
+		{"negative CPU tier", func(r *ReplicaConfig) { r.KVOffloadingSize = -1 }, "hardware.a.kv_offloading_size"},
+		{"CPU block size not a multiple", func(r *ReplicaConfig) { r.KVOffloadingSize, r.KVOffloadingBlockSize = 64, 24 }, "hardware.a.kv_offloading_size"},
+		{"CPU block size without a tier", func(r *ReplicaConfig) { r.KVOffloadingBlockSize = 32 }, "hardware.a.kv_offloading_size"},
+		{"CPU tier on V0", func(r *ReplicaConfig) {
+			r.KVOffloadingSize, r.VLLM, r.MaxNumBatchedTokens = 64, "v0.6", 4096
+		}, "hardware.a.kv_offloading_size"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -107,4 +114,43 @@ func FuzzReadFleet(f *testing.F) {
 		}
 		_, _ = fl.Engines(gpumodel.DefaultCatalog(), "fleet")
 	})
+}
+
+// TestEngineAppliesTheOffloadArgs checks that the CPU tier's keys reach the engine, in
+// vLLM's units and defaults.
+func TestEngineAppliesTheOffloadArgs(t *testing.T) {
+	no := false
+	r := ReplicaConfig{GPU: "H100-SXM-80GB", Model: "llama-3.1-8b", KVOffloadingSize: 1.5,
+		KVOffloadingBlockSize: 64, KVOffloadingPromptOnly: &no}
+	ec, err := r.Engine(gpumodel.DefaultCatalog(), "fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := ec.Offload; o.Bytes != 3<<29 || o.BlockSize != 64 || !o.Decode {
+		t.Errorf("offload %+v: want 1.5 GiB, 64-token blocks, decode blocks too", o)
+	}
+	r.KVOffloadingPromptOnly = nil
+	if ec, _ := r.Engine(gpumodel.DefaultCatalog(), "fleet"); ec.Offload.Decode {
+		t.Error("decode blocks offloaded by default, want prompt blocks only")
+	}
+}
+
+// TestOffloadSizeIsAnAxis checks that a list of CPU tier sizes sweeps the fleet with and
+// without a tier.
+func TestOffloadSizeIsAnAxis(t *testing.T) {
+	pts, err := Parse([]byte("name: x\nrequests: 10\nfleet: {replicas: 2, gpu: H100-SXM-80GB, model: llama-3.1-8b, kv_offloading_size: [0, 64]}\n"+
+		"workload: {kind: shared-prefix}\narrival: {rate: 1}\npolicies: [round-robin]\n"), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []float64
+	for _, p := range pts {
+		if len(p.Axes) != 1 || p.Axes[0].Path != "fleet.kv_offloading_size" {
+			t.Fatalf("axes %v, want fleet.kv_offloading_size", p.Axes)
+		}
+		got = append(got, p.Fleet.KVOffloadingSize)
+	}
+	if len(got) != 2 || got[0] != 0 || got[1] != 64 {
+		t.Errorf("sizes %v, want [0 64]", got)
+	}
 }

@@ -89,6 +89,18 @@ type ReplicaConfig struct {
 	VLLM string `yaml:"vllm,omitempty"`
 	// NumSchedulerSteps is vLLM V0's --num-scheduler-steps (0: one), for vllm v0.6 only.
 	NumSchedulerSteps int `yaml:"num_scheduler_steps,omitempty"`
+	// KVOffloadingSize is vLLM's --kv-offloading-size with --kv-offloading-backend native:
+	// a CPU KV tier of this many GiB per replica (all its GPUs together), filled by
+	// write-through offload of completed blocks and read back on a prefix hit past the
+	// GPU's (0: no tier, the default; docs/simulator.md, "CPU KV tier").
+	KVOffloadingSize float64 `yaml:"kv_offloading_size,omitempty"`
+	// KVOffloadingBlockSize is the CPU tier's block size in tokens, the offloading
+	// connector's block_size: a multiple of the GPU block size (0: the GPU block size).
+	KVOffloadingBlockSize int `yaml:"kv_offloading_block_size,omitempty"`
+	// KVOffloadingPromptOnly is the offloading connector's offload_prompt_only: true (the
+	// default, when absent) offloads prompt blocks only, false the blocks generated while
+	// decoding too.
+	KVOffloadingPromptOnly *bool `yaml:"kv_offloading_prompt_only,omitempty"`
 }
 
 // RouterConfig is the router's view of the fleet.

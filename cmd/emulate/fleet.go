@@ -34,6 +34,8 @@ func (f *fleetFlags) define(fs *flag.FlagSet, d sweep.FleetConfig) {
 	fs.IntVar(&r.MaxNumBatchedTokens, "max-num-batched-tokens", 0, "tokens per step (fleet.max_num_batched_tokens; 0: vLLM's default for the GPU)")
 	fs.IntVar(&r.MaxNumSeqs, "max-num-seqs", 0, "requests running at once (fleet.max_num_seqs; 0: vLLM's default for the GPU)")
 	fs.StringVar(&r.VLLM, "vllm", "", "vLLM release whose engine semantics to follow (fleet.vllm): v0.33 or v0.8-v0.10 (empty: the newest; V0 is cmd/simulate's only)")
+	fs.Float64Var(&r.KVOffloadingSize, "kv-offloading-size", 0, "vLLM's --kv-offloading-size: GiB of CPU KV tier per replica (fleet.kv_offloading_size; 0: none)")
+	fs.IntVar(&r.KVOffloadingBlockSize, "kv-offloading-block-size", 0, "the CPU tier's block size in tokens (fleet.kv_offloading_block_size; 0: the GPU's)")
 }
 
 // resolve reads the -fleet file when given, lays the flags given explicitly over it, and
@@ -71,6 +73,7 @@ func (f *fleetFlags) resolve(fs *flag.FlagSet, o *options) error {
 	o.cfg.GPU, o.cfg.Model, o.cfg.TP, o.cfg.NumBlocks, o.cfg.VLLM = r.GPU, r.Model, max(r.TP, 1), r.NumBlocks, r.VLLM
 	o.cfg.MaxNumBatchedTokens, o.cfg.MaxNumSeqs = ec.Deployment.MaxNumBatchedTokens, ec.Deployment.MaxNumSeqs
 	o.cfg.Deployment = &ec.Deployment
+	o.cfg.Offload = ec.Offload
 	return nil
 }
 
@@ -93,5 +96,7 @@ func overlay(file, flags sweep.FleetConfig, given map[string]bool) sweep.FleetCo
 	set("max-num-batched-tokens", func() { f.MaxNumBatchedTokens = r.MaxNumBatchedTokens })
 	set("max-num-seqs", func() { f.MaxNumSeqs = r.MaxNumSeqs })
 	set("vllm", func() { f.VLLM = r.VLLM })
+	set("kv-offloading-size", func() { f.KVOffloadingSize = r.KVOffloadingSize })
+	set("kv-offloading-block-size", func() { f.KVOffloadingBlockSize = r.KVOffloadingBlockSize })
 	return file
 }

@@ -167,6 +167,13 @@ const (
 // checkDoc fails when docs/fidelity.md's workload table is stale; -update rewrites it.
 func checkDoc(t *testing.T, table string) {
 	t.Helper()
+	checkDocSection(t, docBegin, docEnd, table)
+}
+
+// checkDocSection fails when the table between begin and end in docs/fidelity.md is stale;
+// -update rewrites it.
+func checkDocSection(t *testing.T, docBegin, docEnd, table string) {
+	t.Helper()
 	raw, err := os.ReadFile(docFile)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +188,7 @@ func checkDoc(t *testing.T, table string) {
 		return
 	}
 	if !*update {
-		t.Errorf("%s workload table is stale; run go test ./internal/calibrate -update", docFile)
+		t.Errorf("%s table %q is stale; run go test ./internal/calibrate -update", docFile, strings.TrimSpace(docBegin))
 		return
 	}
 	if err := os.WriteFile(docFile, []byte(want), 0o644); err != nil {

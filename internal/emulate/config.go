@@ -47,6 +47,10 @@ type Config struct {
 	Addr string `json:"addr" yaml:"addr"`
 	// KVEvents configures publishing the prefix cache's changes over ZMQ, as vLLM does.
 	KVEvents KVEventsConfig `json:"kv_events" yaml:"kv_events"`
+	// Offload gives the replica a CPU KV tier, as vLLM's --kv-offloading-size does
+	// (cmd/emulate sets it from fleet.kv_offloading_size); the zero value: none. The tier
+	// publishes its KV events with medium CPU and /metrics shows vLLM's offload metrics.
+	Offload engine.OffloadConfig `json:"-" yaml:"-"`
 	// StepTime, when not nil, replaces gpumodel's step pricing (tests use fixed step times).
 	StepTime func(gpumodel.Step) time.Duration `json:"-" yaml:"-"`
 	// Deployment, when not nil, is the resolved replica to run, and GPU, Model, TP,

@@ -60,22 +60,32 @@ type kvOut struct {
 }
 
 // add appends one engine event, merging it into the previous event when vLLM would have
-// reported both in one: consecutive stored blocks of one chain, consecutive removals.
+// reported both in one: consecutive stored blocks of one chain, consecutive removals of one
+// medium, consecutive CPU stores (the offloading connector's take_events reports each
+// completed store as one token-less BlockStored).
 func (o *kvOut) add(ev engine.KVEvent) {
 	var last *kvevents.Event
 	if n := len(o.events); n > 0 {
 		last = &o.events[n-1]
 	}
+	medium := ev.Medium.String()
 	switch {
 	case ev.Cleared:
 		o.events = append(o.events, kvevents.Event{Kind: kvevents.AllBlocksCleared})
 	case !ev.Stored:
-		if last != nil && last.Kind == kvevents.BlockRemoved {
+		if last != nil && last.Kind == kvevents.BlockRemoved && last.Medium == medium {
 			last.Hashes = append(last.Hashes, ev.Hash)
 			return
 		}
-		o.events = append(o.events, kvevents.Event{Kind: kvevents.BlockRemoved, Hashes: []uint64{ev.Hash}, Medium: "GPU"})
-	case last != nil && last.Kind == kvevents.BlockStored && ev.HasParent && last.Hashes[len(last.Hashes)-1] == ev.Parent:
+		o.events = append(o.events, kvevents.Event{Kind: kvevents.BlockRemoved, Hashes: []uint64{ev.Hash}, Medium: medium})
+	case ev.Medium == engine.MediumCPU:
+		if last != nil && last.Kind == kvevents.BlockStored && last.Medium == medium {
+			last.Hashes = append(last.Hashes, ev.Hash)
+			return
+		}
+		o.events = append(o.events, kvevents.Event{Kind: kvevents.BlockStored, Hashes: []uint64{ev.Hash},
+			Tokens: []int32{}, BlockSize: ev.BlockSize, Medium: medium})
+	case last != nil && last.Medium == "GPU" && last.Kind == kvevents.BlockStored && ev.HasParent && last.Hashes[len(last.Hashes)-1] == ev.Parent:
 		last.Hashes = append(last.Hashes, ev.Hash)
 		last.Tokens = append(last.Tokens, ev.Tokens...)
 	default:

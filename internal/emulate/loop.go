@@ -30,7 +30,8 @@ type core struct {
 	fresh   int       // streams appended to active during the step now ending
 	lastGen int64     // engine GenerationTokens at the last step end
 
-	kv *kvOut // nil unless the replica publishes KV events
+	kv  *kvOut        // nil unless the replica publishes KV events
+	off *offloadStats // nil unless the replica has a CPU tier
 
 	ttft, e2e histogram // in wall seconds
 	success   int64     // requests that completed
@@ -52,8 +53,12 @@ func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
 		}
 		hooks.KV = c.kv.add
 	}
+	if cfg.Offload.Enabled() {
+		c.off = &offloadStats{store: newHistogram(offloadSizeBuckets), load: newHistogram(offloadSizeBuckets)}
+		hooks.Transfer = c.off.transfer
+	}
 	eng, err := engine.New(c.k, engine.Config{Deployment: d, NumBlocks: cfg.NumBlocks, StepTime: cfg.StepTime,
-		Stretch: c.stretch, Release: rel}, hooks)
+		Stretch: c.stretch, Release: rel, Offload: cfg.Offload}, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -203,8 +208,14 @@ type snapshot struct {
 	engine.Metrics
 	TTFT, E2E histogram
 	Success   int64
+	// Offload, with a CPU tier, holds its size in blocks and its transfer-size histograms.
+	Offload *offloadStats
 }
 
 func (c *core) snapshot() snapshot {
-	return snapshot{Metrics: c.eng.Metrics(), TTFT: c.ttft.clone(), E2E: c.e2e.clone(), Success: c.success}
+	s := snapshot{Metrics: c.eng.Metrics(), TTFT: c.ttft.clone(), E2E: c.e2e.clone(), Success: c.success}
+	if c.off != nil {
+		s.Offload = &offloadStats{cpuBlocks: c.eng.CPUBlocks(), store: c.off.store.clone(), load: c.off.load.clone()}
+	}
+	return s
 }

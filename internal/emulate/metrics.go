@@ -65,14 +65,19 @@ func writeMetrics(w io.Writer, model string, s snapshot, gpuMemoryUtilization fl
 	fmt.Fprintf(e.w, "vllm:request_success_total{%s,finished_reason=\"length\"} %s\n", e.labels, pyFloat(float64(s.Success)))
 	e.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", s.TTFT)
 	e.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", s.E2E)
+	cpuBlocks := 0
+	if s.Offload != nil {
+		e.writeOffload(s)
+		cpuBlocks = s.Offload.cpuBlocks
+	}
 	override := "None"
 	if blocksOverridden {
 		override = strconv.Itoa(s.NumGPUBlocks)
 	}
 	e.header("vllm:cache_config_info", "gauge", "Information of the LLMEngine CacheConfig")
 	fmt.Fprintf(e.w, "vllm:cache_config_info{block_size=\"%d\",cache_dtype=\"auto\",enable_prefix_caching=\"True\",engine=\"0\","+
-		"gpu_memory_utilization=\"%s\",num_cpu_blocks=\"0\",num_gpu_blocks=\"%d\",num_gpu_blocks_override=\"%s\"} 1.0\n",
-		s.BlockSize, pyFloat(gpuMemoryUtilization), s.NumGPUBlocks, override)
+		"gpu_memory_utilization=\"%s\",num_cpu_blocks=\"%d\",num_gpu_blocks=\"%d\",num_gpu_blocks_override=\"%s\"} 1.0\n",
+		s.BlockSize, pyFloat(gpuMemoryUtilization), cpuBlocks, s.NumGPUBlocks, override)
 	return e.w.Flush()
 }
 
@@ -87,6 +92,11 @@ func (e exposition) sample(name, typ, help string, v float64) {
 
 func (e exposition) histogram(name, help string, h histogram) {
 	e.header(name, "histogram", help)
+	e.histogramRows(name, e.labels, h)
+}
+
+// histogramRows writes h's bucket, count and sum rows with labels.
+func (e exposition) histogramRows(name, labels string, h histogram) {
 	var cum uint64
 	for i, c := range h.counts {
 		cum += c
@@ -94,10 +104,10 @@ func (e exposition) histogram(name, help string, h histogram) {
 		if i < len(h.bounds) {
 			le = pyFloat(h.bounds[i])
 		}
-		fmt.Fprintf(e.w, "%s_bucket{%s,le=\"%s\"} %s\n", name, e.labels, le, pyFloat(float64(cum)))
+		fmt.Fprintf(e.w, "%s_bucket{%s,le=\"%s\"} %s\n", name, labels, le, pyFloat(float64(cum)))
 	}
-	fmt.Fprintf(e.w, "%s_count{%s} %s\n", name, e.labels, pyFloat(float64(h.count)))
-	fmt.Fprintf(e.w, "%s_sum{%s} %s\n", name, e.labels, pyFloat(h.sum))
+	fmt.Fprintf(e.w, "%s_count{%s} %s\n", name, labels, pyFloat(float64(h.count)))
+	fmt.Fprintf(e.w, "%s_sum{%s} %s\n", name, labels, pyFloat(h.sum))
 }
 
 // pyFloat formats v as Python's prometheus_client does: integers with a trailing ".0".

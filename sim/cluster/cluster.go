@@ -78,6 +78,7 @@ type journey struct {
 	firstToken  sim.Time
 	preemptions int
 	cached      int
+	cpuCached   int // the part of cached loaded from a CPU KV tier
 }
 
 // routerInst is one router replica: the lifecycle of the requests it routes, with its own
@@ -322,6 +323,9 @@ func (s *Sim) deliver(i int, ev engine.KVEvent) {
 
 func applyKV(kv router.KVEventObserver, id string, ev engine.KVEvent) {
 	switch {
+	case ev.Medium != engine.MediumGPU:
+		// The observers index the GPU's prefix cache: a block offloaded to the CPU tier (or
+		// evicted from it) says nothing of what the GPU holds.
 	case ev.Cleared:
 		kv.AllBlocksCleared(id)
 	case ev.Stored:

@@ -55,7 +55,7 @@ func (s *Sim) replicaDone(res engine.Result) {
 	f := res.Request.Tag.(*flight)
 	f.preemptions += res.Preemptions
 	if res.Status == engine.Completed {
-		f.cached = res.CachedTokens
+		f.cached, f.cpuCached = res.CachedTokens, res.CPUCachedTokens
 	}
 	if s.cfg.NetworkDelay == 0 {
 		s.answered(f, res, res.Finish)
@@ -121,6 +121,7 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 	}
 	if st == results.StatusCompleted {
 		rec.FirstToken, rec.CachedTokens, rec.OutputTokens = f.firstToken.Duration(), f.cached, f.wreq.OutputTokens
+		rec.CPUCachedTokens = f.cpuCached
 	}
 	s.sink.Record(rec)
 	s.active--

@@ -12,6 +12,7 @@ func (r *Replica) Abort(req *Request) bool {
 			copy(r.waiting[i:], r.waiting[i+1:])
 			r.waiting[len(r.waiting)-1] = nil
 			r.waiting = r.waiting[:len(r.waiting)-1]
+			r.dropLoad(s)
 			r.end(s, Aborted, r.k.Now())
 			return true
 		}

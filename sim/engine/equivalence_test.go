@@ -27,10 +27,12 @@ func (r *refReplica) cachedHashes() int { return len(r.pool.cached) }
 
 // script is a random run: requests at times, failures and recoveries.
 type script struct {
-	cfg     Config
-	reqs    []scriptReq
-	fails   []sim.Time
-	recover []sim.Time
+	cfg Config
+	// noGPUHits runs a CPU tier with the GPU prefix cache ignored at admission.
+	noGPUHits bool
+	reqs      []scriptReq
+	fails     []sim.Time
+	recover   []sim.Time
 }
 
 type scriptReq struct {
@@ -123,7 +125,28 @@ func randomScript(rng *rand.Rand) script {
 		// boundaries.
 		sc.cfg.Deployment.BlockSize = []int{8, 32, 12}[rng.IntN(3)]
 	}
+	if rng.IntN(3) == 0 {
+		sc.cfg.Offload, sc.noGPUHits = randomOffload(rng, sc.cfg.Deployment), rng.IntN(3) == 0
+	}
 	return sc
+}
+
+// randomOffload returns a CPU tier for d: from a few blocks (eviction, skipped stores) to
+// many, offloaded blocks of 1 to 3 GPU blocks, copies from fast to slow enough that loads
+// queue behind each other and, now and then, time out.
+func randomOffload(rng *rand.Rand, d gpumodel.Deployment) OffloadConfig {
+	c := OffloadConfig{BlockSize: d.BlockSize * (1 + rng.IntN(3)), Decode: rng.IntN(2) == 0}
+	block := d.KVBytesPerTokenPerGPU() * int64(c.BlockSize)
+	c.Bytes = block * int64(2+rng.IntN(300))
+	perBlock := time.Duration(1+rng.IntN(20000)) * time.Microsecond
+	if rng.IntN(20) == 0 {
+		perBlock = 5 * time.Second
+	}
+	c.Bandwidth = float64(block) / perBlock.Seconds()
+	if rng.IntN(2) == 0 {
+		c.Latency = time.Duration(rng.IntN(1000)) * time.Microsecond
+	}
+	return c
 }
 
 // play runs sc on a replica built by mk and returns the log of everything observable, and
@@ -137,9 +160,9 @@ func play(t *testing.T, sc script, cache bool, mk func(*sim.Kernel, Config, Hook
 	hooks := Hooks{
 		FirstToken: func(req *Request, at sim.Time) { fmt.Fprintf(&b, "first %s %v %+v\n", req.ID, at, r.Metrics()) },
 		Done: func(res Result) {
-			fmt.Fprintf(&b, "done %s %v arrival %v first %v finish %v prompt %d cached %d out %d preempt %d %+v\n",
+			fmt.Fprintf(&b, "done %s %v arrival %v first %v finish %v prompt %d cached %d (cpu %d) out %d preempt %d %+v\n",
 				res.Request.ID, res.Status, res.Arrival, res.FirstToken, res.Finish, res.PromptTokens,
-				res.CachedTokens, res.OutputTokens, res.Preemptions, r.Metrics())
+				res.CachedTokens, res.CPUCachedTokens, res.OutputTokens, res.Preemptions, r.Metrics())
 		},
 		Step: func(at sim.Time, d time.Duration, s gpumodel.Step) {
 			fmt.Fprintf(&b, "step %v %v %+v %+v\n", at, d, s, r.Metrics())
@@ -148,10 +171,27 @@ func play(t *testing.T, sc script, cache bool, mk func(*sim.Kernel, Config, Hook
 			}
 		},
 	}
+	if sc.cfg.Offload.Enabled() {
+		hooks.KV = func(ev KVEvent) {
+			if ev.Medium == MediumCPU {
+				fmt.Fprintf(&b, "cpu stored %v %x at %v\n", ev.Stored, ev.Hash, k.Now())
+			}
+		}
+	}
 	var err error
 	r, err = mk(k, sc.cfg, hooks)
 	if err != nil {
 		t.Fatal(err)
+	}
+	switch r := r.(type) {
+	case *Replica:
+		if r.off != nil {
+			r.off.noGPUHits = sc.noGPUHits
+		}
+	case *refReplica:
+		if r.off != nil {
+			r.off.noGPUHits = sc.noGPUHits
+		}
 	}
 	for _, q := range sc.reqs {
 		req := q.req
@@ -186,7 +226,7 @@ func TestMatchesReference(t *testing.T) {
 		heard := seed%2 == 1
 		want := play(t, sc, heard, func(k *sim.Kernel, c Config, h Hooks) (submitter, error) { return newRef(k, c, h) })
 		got := play(t, sc, heard, func(k *sim.Kernel, c Config, h Hooks) (submitter, error) {
-			if heard {
+			if heard && h.KV == nil {
 				h.KV = func(KVEvent) {}
 			}
 			return New(k, c, h)
@@ -199,6 +239,9 @@ func TestMatchesReference(t *testing.T) {
 				}
 			}
 			t.Fatalf("seed %d: %d lines, want %d", seed, len(gl), len(wl))
+		}
+		if done := strings.Count("\n"+got, "\ndone "); done != len(sc.reqs) {
+			t.Fatalf("seed %d: %d requests ended, want all %d", seed, done, len(sc.reqs))
 		}
 	}
 }

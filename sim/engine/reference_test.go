@@ -39,6 +39,7 @@ type refReplica struct {
 	cutoff   sim.Time // latest arrival the step being scheduled admits
 	nonce    uint64
 	m        Metrics
+	off      *refOffload // the CPU tier (reference_offload_test.go), or nil
 }
 
 // New returns an idle replica on kernel k.
@@ -69,6 +70,9 @@ func newRef(k *sim.Kernel, cfg Config, hooks Hooks) (*refReplica, error) {
 	r := &refReplica{k: k, cfg: cfg, hooks: hooks, pricer: pricer, pool: newRefPool(usable, rel.Semantics),
 		bs: d.BlockSize, maxBatch: d.MaxNumBatchedTokens, maxSeqs: d.MaxNumSeqs, sem: rel.Semantics}
 	r.m.NumGPUBlocks, r.m.BlockSize = n, d.BlockSize
+	if cfg.Offload.Enabled() {
+		r.off = newRefOffload(r)
+	}
 	if rel.AsyncScheduling {
 		g := d
 		g.Overheads.PerStep, g.Overheads.PerRequest = 0, 0
@@ -157,6 +161,9 @@ func (r *refReplica) startStep(now sim.Time, behind bool) {
 // endStep applies the batch's tokens, then starts the next step at once.
 func (r *refReplica) endStep(now sim.Time, d time.Duration, step gpumodel.Step) {
 	r.stepEnd = 0
+	if r.off != nil {
+		r.flushOff(now)
+	}
 	finished := false
 	for _, s := range r.batch {
 		s.computed += s.scheduled
@@ -212,8 +219,8 @@ func (r *refReplica) end(s *refSeq, st Status, now sim.Time) {
 	}
 	r.hooks.Done(Result{
 		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now,
-		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, OutputTokens: max(s.generated, 0),
-		Preemptions: s.preemptions,
+		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, CPUCachedTokens: s.cpuHit,
+		OutputTokens: max(s.generated, 0), Preemptions: s.preemptions,
 	})
 }
 
@@ -229,6 +236,9 @@ func (r *refReplica) Fail() {
 	all := append(append([]*refSeq(nil), r.running...), r.waiting...)
 	r.running, r.waiting, r.batch = nil, nil, r.batch[:0]
 	r.pool.clearAll()
+	if r.off != nil {
+		r.resetOff(now)
+	}
 	for _, s := range all {
 		s.generated = max(s.generated, -s.generated)
 		r.end(s, Aborted, now)
@@ -258,6 +268,10 @@ func (r *refReplica) schedule() gpumodel.Step {
 		}
 		ok := r.allocate(s, total)
 		for !ok {
+			if r.off != nil && r.releaseLoadedOff() {
+				ok = r.allocate(s, total)
+				continue
+			}
 			victim := r.running[len(r.running)-1]
 			r.preempt(victim)
 			preempted = true
@@ -274,7 +288,10 @@ func (r *refReplica) schedule() gpumodel.Step {
 		r.batch = append(r.batch, s)
 		i++
 	}
-	for !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
+	if r.off != nil && (!preempted || len(r.running) == 0) {
+		budget = r.scheduleWaitingOff(budget)
+	}
+	for r.off == nil && !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
 		s := r.waiting[0]
 		if s.arrival > r.cutoff {
 			break
@@ -322,6 +339,9 @@ func (r *refReplica) register(s *refSeq, full int) {
 	for ; s.reg < known; s.reg++ {
 		r.pool.cache(s.blocks[s.reg], s.hashes[s.reg])
 	}
+	if r.off != nil {
+		r.noteStoreOff(s)
+	}
 }
 
 // admit looks up the prefix cache for waiting request s and allocates what its first chunk
@@ -343,7 +363,12 @@ func (r *refReplica) admit(s *refSeq, budget int) (int, bool) {
 			freeHits++
 		}
 	}
-	hit := len(r.hits) * r.bs
+	return r.allocAdmit(s, budget, total, len(r.hits)*r.bs, freeHits)
+}
+
+// allocAdmit allocates what s's first chunk needs beyond its hits (r.hits, hit tokens,
+// freeHits of them free) within budget.
+func (r *refReplica) allocAdmit(s *refSeq, budget, total, hit, freeHits int) (int, bool) {
 	n := min(total-hit, budget)
 	need := r.blocksFor(hit+n) - len(r.hits)
 	fit := need
@@ -407,6 +432,10 @@ type refSeq struct {
 	hashable    int // full blocks whose tokens are known; -1 until the first unknown token
 	nonce       uint64
 	hashOutput  bool
+	offNext     int   // the next offloaded block to store
+	cpuHit      int   // tokens loaded from the CPU tier
+	load        uint8 // loadNone, loadInFlight or loadDone
+	noLoad      bool  // a load timed out
 }
 
 // numTokens is the prompt plus the tokens generated so far.

@@ -32,6 +32,8 @@ type Config struct {
 	// Memo, when set, is a hash memo shared with other replicas on the same kernel; otherwise
 	// the replica keeps its own. Sharing changes no result, only speed.
 	Memo *HashMemo
+	// Offload gives the replica a CPU KV tier (the zero value: none).
+	Offload OffloadConfig
 }
 
 // Hooks receive a replica's events. Nil hooks are skipped.
@@ -46,6 +48,9 @@ type Hooks struct {
 	// KV, when set, hears the prefix cache change, as vLLM's KV events report it: a block
 	// hash stored or removed, or the whole cache cleared (the replica failed).
 	KV func(KVEvent)
+	// Transfer, when set, hears each CPU-tier copy that ends: a store (toCPU) or a load, its
+	// bytes over all the replica's GPUs and its duration (vLLM's offload metrics).
+	Transfer func(toCPU bool, bytes int64, d time.Duration)
 }
 
 // KVEvent is one change of a replica's prefix cache: BlockStored (Stored), BlockRemoved, or
@@ -53,6 +58,13 @@ type Hooks struct {
 type KVEvent struct {
 	Stored, Cleared bool
 	Hash            uint64
+	// Medium is where the block is stored or removed: the GPU's prefix cache, or the CPU
+	// tier, whose events carry no tokens and no parent, and whose Hash is that of the last
+	// GPU block of the offloaded block.
+	Medium Medium
+	// BlockSize is the block's size in tokens for a CPU event (the offloaded block size); 0
+	// for a GPU event (the replica's block size).
+	BlockSize int
 	// For a stored block, what vLLM's BlockStored carries besides the hash: the block's
 	// token ids (valid only during the call) and its parent's hash (HasParent false for a
 	// request's first block, whose parent is the request's Salt).
@@ -79,6 +91,16 @@ type Metrics struct {
 	PromptTokens, GenerationTokens int64
 	// Completed counts requests that finished normally.
 	Completed int64
+	// ExternalQueries and ExternalHits are vllm:external_prefix_cache_queries and _hits, in
+	// tokens: the CPU tier's lookups when requests are admitted (0 without a tier).
+	ExternalQueries, ExternalHits int64
+	// OffloadStores and OffloadLoads count the CPU tier's transfers that ended;
+	// OffloadStoreBytes and OffloadLoadBytes the bytes they moved over all the replica's
+	// GPUs (vllm:kv_offload_total_bytes for GPU_to_CPU and CPU_to_GPU), and
+	// OffloadStoreTime and OffloadLoadTime their durations (vllm:kv_offload_total_time).
+	OffloadStores, OffloadLoads         int64
+	OffloadStoreBytes, OffloadLoadBytes int64
+	OffloadStoreTime, OffloadLoadTime   time.Duration
 }
 
 // Replica is one simulated vLLM V1 engine.
@@ -140,6 +162,7 @@ type Replica struct {
 	nonce     uint64   // requests submitted so far: seeds each one's generated tokens
 	down      bool
 	m         Metrics
+	off       *offloader // the CPU tier, or nil
 }
 
 // New returns an idle replica on kernel k.
@@ -190,6 +213,9 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	}
 	r.startFn, r.endFn = r.kicked, r.endStep
 	r.private = rel.HashOutput && hooks.KV == nil
+	if err := r.setupOffload(cfg, rel); err != nil {
+		return nil, err
+	}
 	if hooks.KV != nil {
 		r.pool.events = func(stored bool, h uint64) {
 			ev := KVEvent{Stored: stored, Hash: h}
@@ -212,6 +238,15 @@ func (r *Replica) Metrics() Metrics {
 
 // Down reports whether the replica has failed and not recovered.
 func (r *Replica) Down() bool { return r.down }
+
+// CPUBlocks returns the CPU tier's capacity in offloaded blocks (vLLM's num_cpu_blocks), 0
+// without a tier.
+func (r *Replica) CPUBlocks() int {
+	if r.off == nil {
+		return 0
+	}
+	return r.off.tier.capacity
+}
 
 // Submit hands a request to the replica at the kernel's current time. A request that can never
 // fit in the KV cache, or that reaches a failed replica, ends at once (Rejected or Aborted).
@@ -326,6 +361,9 @@ func (r *Replica) splitCPU(d gpumodel.Deployment) error {
 // endStep applies the batch's tokens, then starts the next step at once.
 func (r *Replica) endStep(now sim.Time) {
 	r.stepEnd = 0
+	if r.off != nil {
+		r.flushStores(now)
+	}
 	r.flushV0(now)
 	// Every lazy decoder computed its token. They are counted before the requests handled one
 	// by one, as vLLM counts in running order: a request still prefilling has only prefilling
@@ -453,8 +491,8 @@ func (r *Replica) end(s *seq, st Status, now sim.Time) {
 	}
 	r.hooks.Done(Result{
 		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now,
-		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, OutputTokens: max(s.generated, 0),
-		Preemptions: s.preemptions,
+		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, CPUCachedTokens: int(s.cpuHit),
+		OutputTokens: max(s.generated, 0), Preemptions: s.preemptions,
 	})
 }
 
@@ -472,6 +510,9 @@ func (r *Replica) Fail() {
 	all := append(append([]*seq(nil), r.running...), r.waiting...)
 	r.running, r.due, r.waiting, r.waitBase, r.batch = nil, nil, nil, nil, r.batch[:0]
 	r.pool.clearAll()
+	if r.off != nil {
+		r.off.reset(now)
+	}
 	if r.hooks.KV != nil {
 		r.hooks.KV(KVEvent{Cleared: true})
 	}

@@ -57,8 +57,9 @@ type Result struct {
 	// first token (0 if it never did) and ended it.
 	Arrival, FirstToken, Finish sim.Time
 	// PromptTokens is the prompt length; CachedTokens the prefix-cache hit the first time the
-	// request was scheduled (vLLM's usage.prompt_tokens_details.cached_tokens).
-	PromptTokens, CachedTokens int
+	// request was scheduled (vLLM's usage.prompt_tokens_details.cached_tokens), the GPU's
+	// and the CPU tier's together, and CPUCachedTokens the part loaded from the CPU tier.
+	PromptTokens, CachedTokens, CPUCachedTokens int
 	// OutputTokens is the number of tokens generated.
 	OutputTokens int
 	// Preemptions counts how often the request was preempted (by recompute).
@@ -92,7 +93,11 @@ type seq struct {
 	cached      int
 	preemptions int
 	nonce       uint64 // seeds the generated tokens beyond the Answer (Semantics.HashOutput)
-	_           [16]byte
+	offNext     int32  // the next offloaded block to store in the CPU tier (offload.go)
+	cpuHit      int32  // tokens loaded from the CPU tier the first time it was scheduled
+	load        uint8  // loadNone, loadInFlight or loadDone
+	noLoad      bool   // a load timed out: it recomputes instead
+	_           [6]byte
 }
 
 // catchUp caches the full blocks of s that hold generated tokens past its Answer, which

@@ -13,7 +13,9 @@ func (r *Replica) schedule() gpumodel.Step {
 		r.materializeAll() // some request will not get all it needs: go one by one
 	}
 	budget, preempted := r.scheduleRunning()
-	if !preempted {
+	if !preempted || r.off != nil && len(r.running) == 0 {
+		// With a CPU tier, requests waiting for their loads hold blocks, so a step may
+		// preempt every running request; vLLM's engine would schedule again at once.
 		r.scheduleWaiting(budget)
 	}
 	step := r.batchStep()
@@ -85,6 +87,10 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 // scheduleWaiting admits waiting requests, in order, while the budget, max_num_seqs and the
 // free blocks allow, and (AsyncScheduling) only those that arrived by r.cutoff.
 func (r *Replica) scheduleWaiting(budget int) {
+	if r.off != nil {
+		r.scheduleWaitingOffload(budget)
+		return
+	}
 	for len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
 		s := r.waiting[0]
 		if s.arrival > r.cutoff {
@@ -116,6 +122,9 @@ func (r *Replica) startRunning(n int) {
 // was preempted (it was the newest left).
 func (r *Replica) allocateOrPreempt(s *seq, total int) (ok, preempted bool) {
 	for !r.allocate(s, total) {
+		if r.off != nil && r.releaseLoaded() {
+			continue // requests waiting with loaded blocks give them back first
+		}
 		victim := r.running[len(r.running)-1]
 		r.preempt(victim)
 		preempted = true
@@ -147,6 +156,9 @@ func (r *Replica) allocate(s *seq, total int) bool {
 // register caches s's first full blocks, up to full, whose tokens are known.
 func (r *Replica) register(s *seq, full int) {
 	if s.reg >= full {
+		if r.off != nil {
+			r.off.noteStore(r, s) // the blocks of a GPU hit are offered to the CPU tier too
+		}
 		return // every full block is offered already (they all have hashes)
 	}
 	known := min(r.hashUpTo(s, full), len(s.blocks))
@@ -158,6 +170,9 @@ func (r *Replica) register(s *seq, full int) {
 		r.pool.cache(s.blocks[s.reg], keyOf(s.hashes, s.reg))
 	}
 	r.storing = nil
+	if r.off != nil {
+		r.off.noteStore(r, s)
+	}
 }
 
 // admit looks up the prefix cache for waiting request s and allocates what its first chunk
@@ -165,6 +180,12 @@ func (r *Replica) register(s *seq, full int) {
 // blocks are not there.
 func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	total := s.numTokens()
+	return r.admitHits(s, budget, total, r.lookupHits(s, total))
+}
+
+// lookupHits finds the blocks of waiting request s, with total tokens, cached in the prefix
+// cache (r.hits) and returns how many of them are free.
+func (r *Replica) lookupHits(s *seq, total int) int {
 	maxHit := r.fullBlocks(total - 1) // a full hit still recomputes the last token
 	known := r.hashUpTo(s, maxHit)
 	// Bring in the table slots of the blocks to look up and register, all misses at once.
@@ -181,6 +202,13 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 			freeHits++
 		}
 	}
+	return freeHits
+}
+
+// admitHits allocates what the first chunk of waiting request s, with total tokens, needs
+// within budget beyond its hits (r.hits, freeHits of them free). It returns the tokens
+// scheduled, or false (changing nothing) when the blocks are not there.
+func (r *Replica) admitHits(s *seq, budget, total, freeHits int) (int, bool) {
 	hit := len(r.hits) * r.bs
 	n := min(total-hit, budget)
 	need := r.blocksFor(hit+n) - len(r.hits)
@@ -206,15 +234,20 @@ func (r *Replica) admit(s *seq, budget int) (int, bool) {
 	}
 	s.blocks = r.pool.popRun(s.blocks, need)
 	r.register(s, r.fullBlocks(hit+n))
-	if s.preemptions == 0 || !r.sem.SkipPreemptedStats {
-		r.m.PrefixQueries += int64(total)
-		r.m.PrefixHits += int64(hit)
-	}
+	r.countPrefix(s, total, hit)
 	if !s.cachedOnce {
 		s.cachedOnce, s.cached = true, hit
 		r.m.PromptTokens += int64(len(s.req.Prompt))
 	}
 	return n, true
+}
+
+// countPrefix records a lookup of the prefix cache in vllm:prefix_cache_queries and _hits.
+func (r *Replica) countPrefix(s *seq, total, hit int) {
+	if s.preemptions == 0 || !r.sem.SkipPreemptedStats {
+		r.m.PrefixQueries += int64(total)
+		r.m.PrefixHits += int64(hit)
+	}
 }
 
 // preempt frees the newest running request's blocks and puts it at the front of the queue, to

@@ -218,6 +218,7 @@ func TestV0Invariants(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		sc := randomScript(rng)
 		sc.cfg.Release = V0Release
+		sc.cfg.Offload = OffloadConfig{} // V1's connector only
 		sc.cfg.SchedulerSteps = []int{0, 1, 4, 10}[rng.IntN(4)]
 		h := &harness{t: t, k: sim.NewKernel(), results: map[string]Result{}}
 		var err error
