@@ -9,8 +9,9 @@ import (
 	"kvroute/router/routertest"
 )
 
+// With index blocks of one engine block, each block's events count on their own.
 func TestPrecisePrefixFollowsKVEvents(t *testing.T) {
-	p := mustNew(t, "precise-prefix", nil)
+	p := mustNew(t, "precise-prefix", map[string]any{"block_size": 16})
 	kv := p.(router.KVEventObserver)
 	toks := make([]int32, 64) // four full blocks
 	for i := range toks {

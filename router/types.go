@@ -158,6 +158,31 @@ type KVEventObserver interface {
 	AllBlocksCleared(endpoint string)
 }
 
+// KVEventBatchObserver is implemented by KV-event observers that need each BlockStored event
+// whole, as the engine published it, not block by block: llm-d's precise index re-chunks each
+// event's blocks into index blocks of several engine blocks, from the event's first block,
+// and drops the partial remainder. Drivers that have whole events call BlocksStored instead
+// of BlockStored for each of its blocks.
+type KVEventBatchObserver interface {
+	KVEventObserver
+	// BlocksStored reports one BlockStored event of endpoint in tier medium: the blocks with
+	// hashes, in order, each chained to the one before it and the first to parent (hasParent
+	// false: the first block of a prompt). hashes is valid only during the call.
+	BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string)
+}
+
+// StoreBlocks reports one BlockStored event to o: whole when o is a KVEventBatchObserver,
+// block by block otherwise.
+func StoreBlocks(o KVEventObserver, endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string) {
+	if b, ok := o.(KVEventBatchObserver); ok {
+		b.BlocksStored(endpoint, hashes, parent, hasParent, medium)
+		return
+	}
+	for _, h := range hashes {
+		o.BlockStored(endpoint, h, medium)
+	}
+}
+
 // The KV event media (vLLM's kv_events.py medium, uppercase as vLLM publishes it): the
 // GPU's KV cache, and the CPU tier of vLLM's native offloading. vLLM leaves medium unset in
 // events from engines without a tier; drivers report those as MediumGPU.

@@ -216,10 +216,19 @@ func (r *replay) kvEvent(ev caseEvent) error {
 		bs = 16
 	}
 	salt := prefix.ModelSalt(ev.Model)
-	for _, h := range prefix.AppendTokenBlockHashes(slices.Clone(ev.Stored), salt, ev.StoredTokens, bs) {
-		r.kv.BlockStored(ev.To, h, medium)
+	before := prefix.AppendTokenBlockHashes(nil, salt, ev.ParentTokens, bs)
+	tail := func(toks []int32) []uint64 { // the blocks of toks after ParentTokens'
+		all := prefix.AppendTokenBlockHashes(nil, salt, append(slices.Clone(ev.ParentTokens), toks...), bs)
+		return all[len(before):]
 	}
-	for _, h := range prefix.AppendTokenBlockHashes(slices.Clone(ev.Removed), salt, ev.RemovedTokens, bs) {
+	if stored := append(slices.Clone(ev.Stored), tail(ev.StoredTokens)...); len(stored) > 0 {
+		var parent uint64
+		if len(before) > 0 {
+			parent = before[len(before)-1]
+		}
+		router.StoreBlocks(r.kv, ev.To, stored, parent, len(before) > 0, medium)
+	}
+	for _, h := range append(slices.Clone(ev.Removed), tail(ev.RemovedTokens)...) {
 		r.kv.BlockRemoved(ev.To, h, medium)
 	}
 	return nil

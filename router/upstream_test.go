@@ -63,8 +63,9 @@ type caseEndpoint struct {
 //     change of NotReady ejects or re-admits it; InFlight is ignored);
 //   - a KV event of To: Stored / Removed block hashes, StoredTokens / RemovedTokens (the
 //     blocks of these token ids as the simulated engine hashes them under Model, in blocks of
-//     BlockSize tokens, 16 by default), in tier Medium ("GPU" by default, or "CPU"); or
-//     Cleared (AllBlocksCleared).
+//     BlockSize tokens, 16 by default, following the blocks of ParentTokens: a stored event's
+//     parent is the last of those), in tier Medium ("GPU" by default, or "CPU"); or Cleared
+//     (AllBlocksCleared). The blocks stored by one event are one BlockStored event.
 type caseEvent struct {
 	At         router.Duration `json:"at"`
 	Request    *caseRequest    `json:"request"`
@@ -84,6 +85,7 @@ type caseEvent struct {
 	Removed       []uint64 `json:"removed"`
 	StoredTokens  []int32  `json:"stored_tokens"`
 	RemovedTokens []int32  `json:"removed_tokens"`
+	ParentTokens  []int32  `json:"parent_tokens"`
 	Model         string   `json:"model"`
 	BlockSize     int      `json:"block_size"`
 	Medium        string   `json:"medium"`

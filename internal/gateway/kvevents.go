@@ -141,6 +141,12 @@ func (k kvSink) BlockStored(ep string, h uint64, medium string) {
 	}
 }
 
+func (k kvSink) BlocksStored(ep string, hs []uint64, parent uint64, hasParent bool, medium string) {
+	if o := k.observer(); o != nil {
+		router.StoreBlocks(o, ep, hs, parent, hasParent, medium)
+	}
+}
+
 func (k kvSink) BlockRemoved(ep string, h uint64, medium string) {
 	if o := k.observer(); o != nil {
 		o.BlockRemoved(ep, h, medium)

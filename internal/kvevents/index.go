@@ -17,6 +17,14 @@ type Observer interface {
 	AllBlocksCleared(endpoint string)
 }
 
+// BatchObserver is an Observer that takes each BlockStored event whole: the router keys of
+// its blocks, in order, the first chained to parent (hasParent false: the prompt's first
+// block). router.KVEventBatchObserver has this shape. hashes is valid only during the call.
+type BatchObserver interface {
+	Observer
+	BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string)
+}
+
 // gpu is vLLM's medium for the GPU's KV cache (router.MediumGPU): the one tier the index
 // forwards; events of other tiers are counted as skipped.
 const gpu = "GPU"
@@ -129,11 +137,13 @@ type Index struct {
 	mu    sync.Mutex
 	eps   map[string]*endpoint
 	stats Stats
-	boot  boot // start-up and re-admission state (boot.go)
+	boot  boot     // start-up and re-admission state (boot.go)
+	batch []uint64 // stored's scratch: one event's router keys
 }
 
 type endpoint struct {
 	keys    map[uint64]uint64 // engine key → router key
+	dups    map[uint64]uint32 // engine key → stores beyond the first not yet removed
 	seq     uint64            // last sequence number applied
 	started bool
 	stale   bool
@@ -150,7 +160,7 @@ func NewIndex(cfg IndexConfig, lim Limits, obs Observer) *Index {
 func (x *Index) ep(id string) *endpoint {
 	e := x.eps[id]
 	if e == nil {
-		e = &endpoint{keys: map[uint64]uint64{}}
+		e = &endpoint{keys: map[uint64]uint64{}, dups: map[uint64]uint32{}}
 		x.eps[id] = e
 	}
 	return e
@@ -270,8 +280,24 @@ func (x *Index) Stats() Stats {
 	return x.stats
 }
 
+// release records a removal of engine key h: the key is forgotten once every store of it was
+// removed (a removal is forwarded each time: observers that count stores, as llm-d's precise
+// index does, need them all).
+func (e *endpoint) release(h uint64) {
+	if n := e.dups[h]; n > 0 {
+		if n == 1 {
+			delete(e.dups, h)
+		} else {
+			e.dups[h] = n - 1
+		}
+		return
+	}
+	delete(e.keys, h)
+}
+
 func (x *Index) clear(id string, e *endpoint) {
 	clear(e.keys)
+	clear(e.dups)
 	x.obs.AllBlocksCleared(id)
 }
 
@@ -293,7 +319,7 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 		case BlockRemoved:
 			for _, h := range ev.Hashes {
 				if rk, ok := e.keys[h]; ok {
-					delete(e.keys, h)
+					e.release(h)
 					x.stats.Removed++
 					x.obs.BlockRemoved(id, rk, gpu)
 				}
@@ -311,6 +337,7 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 	if len(ev.Tokens) == 0 { // no tokens (an offload tier re-storing): known engine keys only
 		for _, h := range ev.Hashes {
 			if rk, ok := e.keys[h]; ok {
+				e.dups[h]++
 				x.stats.Stored++
 				x.obs.BlockStored(id, rk, gpu)
 			}
@@ -323,8 +350,9 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 	}
 	var parent uint64
 	_, known := e.keys[ev.Parent]
+	first := !ev.HasParent || ev.Parent == 0 && !known
 	switch {
-	case !ev.HasParent || ev.Parent == 0 && !known:
+	case first:
 		// No parent: a request's first new block. llm-d-inference-sim's positional
 		// encoding writes 0 instead of nil there (kv_cache_sender.go encodeEvent), and
 		// llm-d's VLLMAdapter reads nil as 0 too.
@@ -347,10 +375,23 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 		x.drop(dropOverflow)
 		return
 	}
+	bo, whole := x.obs.(BatchObserver)
+	from := parent
+	x.batch = x.batch[:0]
 	for i, h := range ev.Hashes {
 		parent = prefix.TokenBlockHash(parent, ev.Tokens[i*ev.BlockSize:(i+1)*ev.BlockSize])
+		if _, dup := e.keys[h]; dup {
+			e.dups[h]++
+		}
 		e.keys[h] = parent
 		x.stats.Stored++
-		x.obs.BlockStored(id, parent, gpu)
+		if whole {
+			x.batch = append(x.batch, parent)
+		} else {
+			x.obs.BlockStored(id, parent, gpu)
+		}
+	}
+	if whole && len(x.batch) > 0 {
+		bo.BlocksStored(id, x.batch, from, !first, gpu)
 	}
 }
