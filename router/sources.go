@@ -32,7 +32,7 @@ var policyInfos = map[string]PolicyInfo{
 	},
 	"prefix-score": {
 		Source:   "GIE EPP v1.5.0 (kubernetes-sigs/gateway-api-inference-extension) pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/hashing.go",
-		Rule:     "max of 3·matched-block fraction + 2·queue score + 2·(1 − KV usage); blocks of engine block size × 4 chars (json of messages for chat)",
+		Rule:     "max of 2·queue score + 2·(1 − KV usage) + 3·matched-block fraction, summed in that order; blocks of engine block size × 4 chars (json of messages for chat), cache_salt in the first",
 		Variants: []string{PrefixScoreGIE, PrefixScoreLLMD + " (token blocks ≥ 64, dataproducer/prefixhash/hashing.go)"},
 	},
 	"precise-prefix": {
