@@ -53,6 +53,8 @@ type Pipeline struct {
 var (
 	_ Policy   = (*Pipeline)(nil)
 	_ Observer = (*Pipeline)(nil)
+
+	_ KVEventBatchObserver = (*Pipeline)(nil)
 )
 
 // NewPipeline returns a pipeline named name. The ready-and-serves-model filter always runs
@@ -201,13 +203,19 @@ func resize[T any](b []T, n int) []T {
 }
 
 // BlockStored forwards a KV event to the stages that read the caches.
-func (p *Pipeline) BlockStored(endpoint string, hash uint64) {
-	p.eachKV(func(o KVEventObserver) { o.BlockStored(endpoint, hash) })
+func (p *Pipeline) BlockStored(endpoint string, hash uint64, medium string) {
+	p.eachKV(func(o KVEventObserver) { o.BlockStored(endpoint, hash, medium) })
+}
+
+// BlocksStored forwards a whole BlockStored event to the stages that read the caches: whole
+// to those that take it so, block by block to the others.
+func (p *Pipeline) BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string) {
+	p.eachKV(func(o KVEventObserver) { StoreBlocks(o, endpoint, hashes, parent, hasParent, medium) })
 }
 
 // BlockRemoved forwards a KV event to the stages that read the caches.
-func (p *Pipeline) BlockRemoved(endpoint string, hash uint64) {
-	p.eachKV(func(o KVEventObserver) { o.BlockRemoved(endpoint, hash) })
+func (p *Pipeline) BlockRemoved(endpoint string, hash uint64, medium string) {
+	p.eachKV(func(o KVEventObserver) { o.BlockRemoved(endpoint, hash, medium) })
 }
 
 // AllBlocksCleared forwards a KV event to the stages that read the caches.

@@ -11,13 +11,19 @@ import (
 )
 
 // PrecisePrefixConfig configures precise-prefix, llm-d's precise-prefix-cache-scorer profile
-// (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache; llm-d/llm-d-router v0.10.0
-// pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache): the replicas' real cache contents, learned from their KV events, scored as
-// the longest consecutive run of a request's blocks each replica holds, with llm-d's guide
-// weights (precise 2, kv-cache utilization 1, queue 1) and the max-score picker.
+// as llm-d/llm-d-router v0.10.0 ships it (deploy/config/epp-precise-prefix-cache-config.yaml;
+// pkg/kvcache, pkg/kvevents, pkg/epp/framework/plugins/requestcontrol/dataproducer/preciseprefixcache):
+// the replicas' real cache contents, learned from their KV events, scored as the longest
+// consecutive run of a request's index blocks each replica holds, with the sample's weights
+// (prefix 2, kv-cache utilization 1, queue 1) and the max-score picker.
 type PrecisePrefixConfig struct {
-	// BlockSize is the KV block size in tokens; it must equal the engines' (16).
+	// BlockSize is the index block size in tokens: the shipped configuration's
+	// tokenProcessorConfig.blockSize, 64 (the config file's line 19). A multiple of
+	// EngineBlockSize: each index block is that many engine blocks.
 	BlockSize int `json:"block_size"`
+	// EngineBlockSize is the engines' KV block size in tokens (vLLM's --block-size, 16), the
+	// blocks their KV events name.
+	EngineBlockSize int `json:"engine_block_size"`
 	// PrefixWeight, KVCacheWeight and QueueWeight weigh the three scorers (2, 1, 1).
 	PrefixWeight  float64 `json:"prefix_weight"`
 	KVCacheWeight float64 `json:"kv_cache_weight"`
@@ -32,14 +38,17 @@ type PrecisePrefixConfig struct {
 
 // DefaultPrecisePrefixConfig returns llm-d's sample precise-prefix configuration.
 func DefaultPrecisePrefixConfig() PrecisePrefixConfig {
-	return PrecisePrefixConfig{BlockSize: 16, PrefixWeight: 2, KVCacheWeight: 1, QueueWeight: 1, SpeculativeTTL: Duration(2 * time.Second)}
+	return PrecisePrefixConfig{BlockSize: 64, EngineBlockSize: 16, PrefixWeight: 2, KVCacheWeight: 1, QueueWeight: 1,
+		SpeculativeTTL: Duration(2 * time.Second)}
 }
 
 // Validate checks ranges.
 func (c PrecisePrefixConfig) Validate() error {
 	var errs []error
-	if c.BlockSize < 1 {
-		errs = append(errs, fmt.Errorf("block_size %d: want > 0", c.BlockSize))
+	if c.EngineBlockSize < 1 {
+		errs = append(errs, fmt.Errorf("engine_block_size %d: want > 0", c.EngineBlockSize))
+	} else if c.BlockSize < 1 || c.BlockSize%c.EngineBlockSize != 0 {
+		errs = append(errs, fmt.Errorf("block_size %d: want a multiple of engine_block_size %d", c.BlockSize, c.EngineBlockSize))
 	}
 	if c.SpeculativeTTL <= 0 {
 		errs = append(errs, fmt.Errorf("speculative_ttl %v: want > 0", c.SpeculativeTTL.D()))
@@ -87,13 +96,15 @@ func NewPrecisePrefix(cfg PrecisePrefixConfig, rng *rand.Rand) (*Pipeline, error
 // queue (cache.go Start 665–711, updateExpirations 95–135), so each request's entries go
 // SpeculativeTTL after it was routed, not TTL–2×TTL.
 type PreciseScorer struct {
-	blockSize int
+	blockSize int // the engines' block size
 	ids       interner
-	kv        kvHolders // block key → entries, podsPerKey at most
-	hashes    []uint64
-	seq       uint64  // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
-	run       []int   // per endpoint id: consecutive leading blocks held
-	candID    []int32 // interned ids of the candidates scored
+	kv        kvHolders // index key → entries, podsPerKey at most
+	keys      preciseKeys
+	engine    []uint64 // scratch: a request's engine block hashes
+	hashes    []uint64 // its index keys
+	seq       uint64   // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
+	run       []int    // per endpoint id: consecutive leading blocks held
+	candID    []int32  // interned ids of the candidates scored
 	pos       posIDs
 
 	specTTL time.Duration // 0: no speculative entries
@@ -113,17 +124,20 @@ type specBatch struct {
 const speculative = 1
 
 var (
-	_ Scorer          = (*PreciseScorer)(nil)
-	_ KVEventObserver = (*PreciseScorer)(nil)
+	_ Scorer               = (*PreciseScorer)(nil)
+	_ KVEventObserver      = (*PreciseScorer)(nil)
+	_ KVEventBatchObserver = (*PreciseScorer)(nil)
 )
 
-// NewPreciseScorer returns a scorer with an empty view of the caches.
-func NewPreciseScorer(blockSize int) *PreciseScorer {
-	return &PreciseScorer{blockSize: blockSize, ids: newInterner(), kv: newKVHolders(podsPerKey)}
+// NewPreciseScorer returns a scorer with an empty view of the caches, indexing blocks of
+// indexBlockSize tokens out of the engines' blocks of engineBlockSize (a divisor of it).
+func NewPreciseScorer(indexBlockSize, engineBlockSize int) *PreciseScorer {
+	return &PreciseScorer{blockSize: engineBlockSize, ids: newInterner(), kv: newKVHolders(podsPerKey),
+		keys: newPreciseKeys(indexBlockSize / engineBlockSize)}
 }
 
 func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
-	p := NewPreciseScorer(cfg.BlockSize)
+	p := NewPreciseScorer(cfg.BlockSize, cfg.EngineBlockSize)
 	if cfg.SpeculativeIndexing {
 		p.specTTL = cfg.SpeculativeTTL.D()
 	}
@@ -154,7 +168,8 @@ func (p *PreciseScorer) hash(req *Request, seq uint64) {
 	if seq != 0 && p.seq == seq {
 		return
 	}
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], preciseSalt(req), req.Tokens, p.blockSize)
+	p.engine = prefix.AppendTokenBlockHashes(p.engine[:0], preciseSalt(req), req.Tokens, p.blockSize)
+	p.hashes = p.keys.requestKeys(p.hashes[:0], p.engine)
 	p.seq = seq
 }
 
@@ -169,25 +184,41 @@ func preciseSalt(req *Request) uint64 {
 	return prefix.ModelSalt(req.Model + "\x00" + req.Adapter)
 }
 
-// BlockStored records that endpoint caches hash, as the key's most recent entry; the least
-// recent of more than podsPerKey entries is forgotten (the index's per-key LRU).
-func (p *PreciseScorer) BlockStored(endpoint string, hash uint64) {
-	p.kv.stored(p.ids.id(endpoint), hash)
+// BlocksStored applies one BlockStored event of endpoint (see preciseKeys): its whole index
+// blocks become the keys' most recent entries; the least recent of more than podsPerKey
+// entries is forgotten (the index's per-key LRU). Only the GPU tier is read.
+func (p *PreciseScorer) BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string) {
+	if !onGPU(medium) {
+		return
+	}
+	p.keys.stored(p.kv, p.ids.id(endpoint), hashes, parent, hasParent)
 }
 
-// BlockRemoved records that endpoint evicted hash: its confirmed entry goes, a speculative
-// one stays (llm-d evicts the event's PodEntry, whose Speculative flag is unset).
-func (p *PreciseScorer) BlockRemoved(endpoint string, hash uint64) {
+// BlockStored applies a BlockStored event of one block whose parent is not known: with
+// index blocks of one engine block, the block is stored; with larger ones it is no whole
+// index block and adds nothing (drivers with whole events call BlocksStored).
+func (p *PreciseScorer) BlockStored(endpoint string, hash uint64, medium string) {
+	p.BlocksStored(endpoint, []uint64{hash}, 0, false, medium)
+}
+
+// BlockRemoved applies a BlockRemoved of an engine block: unless another store of it on
+// endpoint is outstanding, the endpoint's confirmed entry goes from the index key it maps to;
+// a speculative one stays (llm-d evicts the event's PodEntry, whose Speculative flag is unset).
+func (p *PreciseScorer) BlockRemoved(endpoint string, hash uint64, medium string) {
+	if !onGPU(medium) {
+		return
+	}
 	if id, ok := p.ids.lookup(endpoint); ok {
-		p.kv.removed(id, hash)
+		p.keys.removed(p.kv, id, hash)
 	}
 }
 
 // AllBlocksCleared forgets every entry of endpoint, speculative ones included (llm-d's
-// InMemoryIndex.Clear matches entries by pod identifier alone).
+// InMemoryIndex.Clear matches entries by pod identifier alone), and its store counts.
 func (p *PreciseScorer) AllBlocksCleared(endpoint string) {
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.kv.cleared(id)
+		p.keys.cleared(id)
 	}
 }
 

@@ -9,8 +9,9 @@ import (
 	"kvroute/router/routertest"
 )
 
+// With index blocks of one engine block, each block's events count on their own.
 func TestPrecisePrefixFollowsKVEvents(t *testing.T) {
-	p := mustNew(t, "precise-prefix", nil)
+	p := mustNew(t, "precise-prefix", map[string]any{"block_size": 16})
 	kv := p.(router.KVEventObserver)
 	toks := make([]int32, 64) // four full blocks
 	for i := range toks {
@@ -21,21 +22,21 @@ func TestPrecisePrefixFollowsKVEvents(t *testing.T) {
 	s := snap(0, 0, 0)
 	s.Endpoints[2].Waiting = 1 // ep-2 is a little busier, and holds the blocks
 	for _, h := range hashes {
-		kv.BlockStored("ep-2", h)
+		kv.BlockStored("ep-2", h, router.MediumGPU)
 	}
 	if got := pick(t, p, req, s).Index; got != 2 {
 		t.Fatalf("with ep-2 holding every block: picked %d", got)
 	}
 	// ep-1 holds only blocks 1..3, not the first: not a prefix, no score.
 	for _, h := range hashes[1:] {
-		kv.BlockStored("ep-1", h)
+		kv.BlockStored("ep-1", h, router.MediumGPU)
 	}
-	kv.BlockRemoved("ep-2", hashes[0])
+	kv.BlockRemoved("ep-2", hashes[0], router.MediumGPU)
 	if got := pick(t, p, req, s).Index; got == 2 {
 		t.Fatal("ep-2 lost its first block and still won against idle endpoints")
 	}
 	for _, h := range hashes[:1] {
-		kv.BlockStored("ep-2", h)
+		kv.BlockStored("ep-2", h, router.MediumGPU)
 	}
 	kv.AllBlocksCleared("ep-2")
 	if got := pick(t, p, req, s).Index; got == 2 {

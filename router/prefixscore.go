@@ -1,6 +1,7 @@
 package router
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,8 +26,11 @@ const (
 )
 
 // PrefixScoreConfig configures prefix-score, the endpoint picker's default scheduling profile:
-// the approximate prefix scorer (weight 3), the queue scorer (2) and the KV-cache-utilization
-// scorer (2), summed, then the max-score picker. Defaults are GIE v1.5.0's
+// the queue scorer (weight 2), the KV-cache-utilization scorer (2) and the approximate prefix
+// scorer (3), summed in that order (GIE v1.5.0 pkg/epp/config/loader/defaults.go 46–90;
+// scheduling/scheduler_profile.go 155–173 adds weight × score per scorer in profile order, so
+// the floating-point rounding of that order decides exact ties), then the max-score picker.
+// Defaults are GIE v1.5.0's
 // (pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/types.go 90–136).
 type PrefixScoreConfig struct {
 	// Variant picks the upstream release: "gie-v1.5.0" (default) or "llm-d-router-v0.10.0".
@@ -103,9 +107,9 @@ func NewPrefixScore(cfg PrefixScoreConfig, rng *rand.Rand) (*Pipeline, error) {
 		return nil, fmt.Errorf("router: prefix-score: %w", err)
 	}
 	return NewPipeline("prefix-score", ReasonMaxScore, nil, []Weighted{
-		{Scorer: ps, Weight: cfg.PrefixWeight},
 		{Scorer: QueueScorer{}, Weight: cfg.QueueWeight},
 		{Scorer: KVCacheScorer{}, Weight: cfg.KVCacheWeight},
+		{Scorer: ps, Weight: cfg.PrefixWeight},
 	}, MaxScorePicker{}, rng)
 }
 
@@ -132,6 +136,7 @@ type PrefixScorer struct {
 	sized     []bool  // the endpoint's LRU exists (it was added to since it joined)
 	blockSize int     // block size in tokens of the current decision
 	memo      hashMemo
+	stale     staleBlocks
 }
 
 var _ Observer = (*PrefixScorer)(nil)
@@ -166,14 +171,16 @@ func (p *PrefixScorer) setBlockSize(s *Snapshot, cand []int) {
 	}
 }
 
-// maxBlocks is resolveMaxBlocks: a token cap, when set, divided by the block size.
+// maxBlocks is resolveMaxBlocks: a token cap, when set, divided by the block size; a cap
+// below one block gives 0 blocks, and nothing is hashed (GIE v1.5.0 plugin.go 142–146;
+// llm-d-router v0.10.0 plugin.go 359–370).
 func (p *PrefixScorer) maxBlocks() int {
 	tokens := p.cfg.MaxPrefixTokens
 	if tokens == 0 && p.cfg.Variant == PrefixScoreLLMD {
 		tokens = llmdMaxPrefixTokens
 	}
 	if tokens > 0 {
-		return max(1, tokens/p.blockSize)
+		return tokens / p.blockSize
 	}
 	return p.cfg.MaxPrefixBlocks
 }
@@ -181,6 +188,9 @@ func (p *PrefixScorer) maxBlocks() int {
 func (p *PrefixScorer) hashes(req *Request, seq uint64) []uint64 {
 	h, _ := p.memo.get(seq, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
 		seed := prefix.Seed(req.Model, req.Adapter)
+		if salt := cacheSalt(req.Body); salt != "" {
+			seed = prefix.Seed(req.Model, req.Adapter, salt)
+		}
 		if p.cfg.Variant == PrefixScoreLLMD {
 			return hashTokens(dst[:0], seed, req.Tokens, p.blockSize, p.maxBlocks()), buf, nil
 		}
@@ -189,6 +199,23 @@ func (p *PrefixScorer) hashes(req *Request, seq uint64) []uint64 {
 		return hashText(dst[:0], seed, input, chunk, p.maxBlocks()), buf, nil
 	})
 	return h
+}
+
+// cacheSalt is the body's cache_salt, vLLM's per-request prefix-cache isolation, which GIE
+// v1.5.0 (hashing.go 70–77) and llm-d-router v0.10.0 (prefixhash/hashing.go 92–98) write into
+// the first block's hash after the model; "" without a body or salt. Only a body that
+// mentions the key is decoded.
+func cacheSalt(body []byte) string {
+	if len(body) == 0 || !bytes.Contains(body, []byte(`"cache_salt"`)) {
+		return ""
+	}
+	var v struct {
+		CacheSalt string `json:"cache_salt"`
+	}
+	if json.Unmarshal(body, &v) != nil {
+		return ""
+	}
+	return v.CacheSalt
 }
 
 // gieMessage is a chat message as GIE v1.5.0 marshals it (scheduling/types.go 350–355, 402–410).
@@ -231,9 +258,9 @@ func gieInput(req *Request, buf []byte, limit int) (string, []byte) {
 }
 
 // hashText is GIE v1.5.0's hashPrompt (hashing.go 34–88): nothing when the input is shorter
-// than one chunk; at most maxBlocks chunks; full chunks only.
+// than one chunk or a cap of no block; at most maxBlocks chunks; full chunks only.
 func hashText(dst []uint64, seed uint64, input string, chunk, maxBlocks int) []uint64 {
-	if chunk < 1 || len(input) < chunk {
+	if chunk < 1 || len(input) < chunk || maxBlocks < 1 {
 		return dst
 	}
 	return prefix.ChainHashString(dst, seed, input, chunk, maxBlocks, false)
@@ -269,7 +296,7 @@ func (p *PrefixScorer) Score(req *Request, s *Snapshot, cand []int, out []float6
 		return
 	}
 	p.count = resize(p.count, p.ids.size())
-	p.index.Match(hashes, p.count)
+	p.match(hashes, p.count)
 	for k, id := range p.cids {
 		out[k] = float64(p.count[id]) / float64(len(hashes))
 	}
@@ -307,6 +334,7 @@ func (p *PrefixScorer) Routed(req *Request, d Decision, endpoint string, _ time.
 		p.sized[id] = true
 	}
 	p.index.Add(hashes, id)
+	p.stale.added(p.index, hashes, id)
 }
 
 // Finished does nothing: the index forgets through its LRU.
@@ -315,7 +343,7 @@ func (*PrefixScorer) Finished(*Request, string, Usage, time.Time) {}
 // Removed drops the endpoint's index; its LRU is created afresh when it is next added to.
 func (p *PrefixScorer) Removed(endpoint string) {
 	if id, ok := p.ids.lookup(endpoint); ok {
-		p.index.RemoveEndpoint(id)
+		p.index.RemoveEndpoint(id) // its stale blocks stay: RemovePod empties the LRU only
 		if int(id) < len(p.sized) {
 			p.sized[id] = false
 		}

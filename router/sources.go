@@ -32,12 +32,12 @@ var policyInfos = map[string]PolicyInfo{
 	},
 	"prefix-score": {
 		Source:   "GIE EPP v1.5.0 (kubernetes-sigs/gateway-api-inference-extension) pkg/epp/framework/plugins/requestcontrol/dataproducer/approximateprefix/hashing.go",
-		Rule:     "max of 3·matched-block fraction + 2·queue score + 2·(1 − KV usage); blocks of engine block size × 4 chars (json of messages for chat)",
+		Rule:     "max of 2·queue score + 2·(1 − KV usage) + 3·matched-block fraction, summed in that order; blocks of engine block size × 4 chars (json of messages for chat), cache_salt in the first",
 		Variants: []string{PrefixScoreGIE, PrefixScoreLLMD + " (token blocks ≥ 64, dataproducer/prefixhash/hashing.go)"},
 	},
 	"precise-prefix": {
-		Source: "llm-d precise prefix cache (llm-d/llm-d-kv-cache v0.8.1 pkg/kvcache/kvblock/in_memory.go; llm-d/llm-d-router v0.10.0 preciseprefixcache)",
-		Rule:   "max of 2·KV-event prefix run (≤ 10 endpoints a block, LoRA-salted) + 1·(1 − KV usage) + 1·queue score",
+		Source: "llm-d precise prefix cache as llm-d-router v0.10.0 ships it (llm-d/llm-d-router v0.10.0 deploy/config/epp-precise-prefix-cache-config.yaml, pkg/kvcache, pkg/kvevents/pool.go, preciseprefixcache)",
+		Rule:   "max of 2·KV-event run of 64-token index blocks (re-chunked per event, stores counted per pod, ≤ 10 endpoints a block, LoRA-salted) + 1·(1 − KV usage) + 1·queue score",
 	},
 	"chwbl": {
 		Source:   "Neutree v1.1.1 (neutree-ai/neutree 6cb41726) cluster-image-builder/serve/_replica_scheduler/chwbl_scheduler.py",

@@ -144,15 +144,52 @@ type Observer interface {
 // KVEventObserver is implemented by policies that read the replicas' real prefix caches, fed
 // by their KV events (vLLM publishes BlockStored, BlockRemoved and AllBlocksCleared; the
 // simulator reports the same from its engines). Hashes are chained token-block hashes
-// (router/prefix.TokenBlockHash).
+// (router/prefix.TokenBlockHash). Each store and removal names the tier it happened in, as
+// vLLM's events carry a medium: a replica with a CPU offload tier reports the same block
+// stored on "GPU" and on "CPU", and evicted from each separately, so an observer that counts
+// lower tiers keeps one entry per (endpoint, tier) and one that does not ignores all but
+// MediumGPU.
 type KVEventObserver interface {
-	// BlockStored reports that endpoint now caches the block with hash.
-	BlockStored(endpoint string, hash uint64)
-	// BlockRemoved reports that endpoint evicted it.
-	BlockRemoved(endpoint string, hash uint64)
-	// AllBlocksCleared reports that endpoint's cache was emptied.
+	// BlockStored reports that endpoint now caches the block with hash in tier medium.
+	BlockStored(endpoint string, hash uint64, medium string)
+	// BlockRemoved reports that endpoint evicted it from tier medium.
+	BlockRemoved(endpoint string, hash uint64, medium string)
+	// AllBlocksCleared reports that endpoint's cache was emptied, every tier.
 	AllBlocksCleared(endpoint string)
 }
+
+// KVEventBatchObserver is implemented by KV-event observers that need each BlockStored event
+// whole, as the engine published it, not block by block: llm-d's precise index re-chunks each
+// event's blocks into index blocks of several engine blocks, from the event's first block,
+// and drops the partial remainder. Drivers that have whole events call BlocksStored instead
+// of BlockStored for each of its blocks.
+type KVEventBatchObserver interface {
+	KVEventObserver
+	// BlocksStored reports one BlockStored event of endpoint in tier medium: the blocks with
+	// hashes, in order, each chained to the one before it and the first to parent (hasParent
+	// false: the first block of a prompt). hashes is valid only during the call.
+	BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string)
+}
+
+// StoreBlocks reports one BlockStored event to o: whole when o is a KVEventBatchObserver,
+// block by block otherwise.
+func StoreBlocks(o KVEventObserver, endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string) {
+	if b, ok := o.(KVEventBatchObserver); ok {
+		b.BlocksStored(endpoint, hashes, parent, hasParent, medium)
+		return
+	}
+	for _, h := range hashes {
+		o.BlockStored(endpoint, h, medium)
+	}
+}
+
+// The KV event media (vLLM's kv_events.py medium, uppercase as vLLM publishes it): the
+// GPU's KV cache, and the CPU tier of vLLM's native offloading. vLLM leaves medium unset in
+// events from engines without a tier; drivers report those as MediumGPU.
+const (
+	MediumGPU = "GPU"
+	MediumCPU = "CPU"
+)
 
 // FirstTokenObserver is implemented by policies that track a request's prompt-side load only
 // until its first token comes back, as NVIDIA Dynamo's KV router releases a request's prefill

@@ -135,15 +135,21 @@ func (k kvSink) observer() router.KVEventObserver {
 	return o
 }
 
-func (k kvSink) BlockStored(ep string, h uint64) {
+func (k kvSink) BlockStored(ep string, h uint64, medium string) {
 	if o := k.observer(); o != nil {
-		o.BlockStored(ep, h)
+		o.BlockStored(ep, h, medium)
 	}
 }
 
-func (k kvSink) BlockRemoved(ep string, h uint64) {
+func (k kvSink) BlocksStored(ep string, hs []uint64, parent uint64, hasParent bool, medium string) {
 	if o := k.observer(); o != nil {
-		o.BlockRemoved(ep, h)
+		router.StoreBlocks(o, ep, hs, parent, hasParent, medium)
+	}
+}
+
+func (k kvSink) BlockRemoved(ep string, h uint64, medium string) {
+	if o := k.observer(); o != nil {
+		o.BlockRemoved(ep, h, medium)
 	}
 }
 

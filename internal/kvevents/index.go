@@ -9,12 +9,25 @@ import (
 )
 
 // Observer hears router-keyed cache changes; router.KVEventObserver has this shape, so a
-// precise policy (router.PreciseScorer, router.Pipeline) plugs in directly.
+// precise policy (router.PreciseScorer, router.Pipeline) plugs in directly. medium is the
+// tier of the store or removal; the Index reports the GPU tier only (gpu).
 type Observer interface {
-	BlockStored(endpoint string, hash uint64)
-	BlockRemoved(endpoint string, hash uint64)
+	BlockStored(endpoint string, hash uint64, medium string)
+	BlockRemoved(endpoint string, hash uint64, medium string)
 	AllBlocksCleared(endpoint string)
 }
+
+// BatchObserver is an Observer that takes each BlockStored event whole: the router keys of
+// its blocks, in order, the first chained to parent (hasParent false: the prompt's first
+// block). router.KVEventBatchObserver has this shape. hashes is valid only during the call.
+type BatchObserver interface {
+	Observer
+	BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string)
+}
+
+// gpu is vLLM's medium for the GPU's KV cache (router.MediumGPU): the one tier the index
+// forwards; events of other tiers are counted as skipped.
+const gpu = "GPU"
 
 // IndexConfig configures an Index.
 type IndexConfig struct {
@@ -124,11 +137,13 @@ type Index struct {
 	mu    sync.Mutex
 	eps   map[string]*endpoint
 	stats Stats
-	boot  boot // start-up and re-admission state (boot.go)
+	boot  boot     // start-up and re-admission state (boot.go)
+	batch []uint64 // stored's scratch: one event's router keys
 }
 
 type endpoint struct {
 	keys    map[uint64]uint64 // engine key → router key
+	dups    map[uint64]uint32 // engine key → stores beyond the first not yet removed
 	seq     uint64            // last sequence number applied
 	started bool
 	stale   bool
@@ -145,7 +160,7 @@ func NewIndex(cfg IndexConfig, lim Limits, obs Observer) *Index {
 func (x *Index) ep(id string) *endpoint {
 	e := x.eps[id]
 	if e == nil {
-		e = &endpoint{keys: map[uint64]uint64{}}
+		e = &endpoint{keys: map[uint64]uint64{}, dups: map[uint64]uint32{}}
 		x.eps[id] = e
 	}
 	return e
@@ -265,8 +280,24 @@ func (x *Index) Stats() Stats {
 	return x.stats
 }
 
+// release records a removal of engine key h: the key is forgotten once every store of it was
+// removed (a removal is forwarded each time: observers that count stores, as llm-d's precise
+// index does, need them all).
+func (e *endpoint) release(h uint64) {
+	if n := e.dups[h]; n > 0 {
+		if n == 1 {
+			delete(e.dups, h)
+		} else {
+			e.dups[h] = n - 1
+		}
+		return
+	}
+	delete(e.keys, h)
+}
+
 func (x *Index) clear(id string, e *endpoint) {
 	clear(e.keys)
+	clear(e.dups)
 	x.obs.AllBlocksCleared(id)
 }
 
@@ -276,7 +307,7 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 	for i := range b.Events {
 		ev := &b.Events[i]
 		x.stats.Events++
-		if ev.Medium != "" && ev.Medium != "GPU" {
+		if ev.Medium != "" && ev.Medium != gpu {
 			x.stats.Skipped++ // an offload tier: the GPU cache did not change
 			continue
 		}
@@ -288,9 +319,9 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 		case BlockRemoved:
 			for _, h := range ev.Hashes {
 				if rk, ok := e.keys[h]; ok {
-					delete(e.keys, h)
+					e.release(h)
 					x.stats.Removed++
-					x.obs.BlockRemoved(id, rk)
+					x.obs.BlockRemoved(id, rk, gpu)
 				}
 			}
 		case BlockStored:
@@ -306,8 +337,9 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 	if len(ev.Tokens) == 0 { // no tokens (an offload tier re-storing): known engine keys only
 		for _, h := range ev.Hashes {
 			if rk, ok := e.keys[h]; ok {
+				e.dups[h]++
 				x.stats.Stored++
-				x.obs.BlockStored(id, rk)
+				x.obs.BlockStored(id, rk, gpu)
 			}
 		}
 		return
@@ -318,8 +350,9 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 	}
 	var parent uint64
 	_, known := e.keys[ev.Parent]
+	first := !ev.HasParent || ev.Parent == 0 && !known
 	switch {
-	case !ev.HasParent || ev.Parent == 0 && !known:
+	case first:
 		// No parent: a request's first new block. llm-d-inference-sim's positional
 		// encoding writes 0 instead of nil there (kv_cache_sender.go encodeEvent), and
 		// llm-d's VLLMAdapter reads nil as 0 too.
@@ -342,10 +375,23 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 		x.drop(dropOverflow)
 		return
 	}
+	bo, whole := x.obs.(BatchObserver)
+	from := parent
+	x.batch = x.batch[:0]
 	for i, h := range ev.Hashes {
 		parent = prefix.TokenBlockHash(parent, ev.Tokens[i*ev.BlockSize:(i+1)*ev.BlockSize])
+		if _, dup := e.keys[h]; dup {
+			e.dups[h]++
+		}
 		e.keys[h] = parent
 		x.stats.Stored++
-		x.obs.BlockStored(id, parent)
+		if whole {
+			x.batch = append(x.batch, parent)
+		} else {
+			x.obs.BlockStored(id, parent, gpu)
+		}
+	}
+	if whole && len(x.batch) > 0 {
+		bo.BlocksStored(id, x.batch, from, !first, gpu)
 	}
 }

@@ -16,14 +16,14 @@ type recorder struct{ held map[string]map[uint64]bool }
 
 func newRecorder() *recorder { return &recorder{held: map[string]map[uint64]bool{}} }
 
-func (r *recorder) BlockStored(ep string, h uint64) {
+func (r *recorder) BlockStored(ep string, h uint64, _ string) {
 	if r.held[ep] == nil {
 		r.held[ep] = map[uint64]bool{}
 	}
 	r.held[ep][h] = true
 }
-func (r *recorder) BlockRemoved(ep string, h uint64) { delete(r.held[ep], h) }
-func (r *recorder) AllBlocksCleared(ep string)       { delete(r.held, ep) }
+func (r *recorder) BlockRemoved(ep string, h uint64, _ string) { delete(r.held[ep], h) }
+func (r *recorder) AllBlocksCleared(ep string)                 { delete(r.held, ep) }
 
 func (r *recorder) keys(ep string) []uint64 {
 	var out []uint64
@@ -218,5 +218,54 @@ func TestIndexSkipsAndBounds(t *testing.T) {
 	got := fmt.Sprintf("skipped %d dropped %d keys %d held %d stale %v", st.Skipped, st.Dropped, x.Keys("p"), len(rec.keys("p")), x.Stale())
 	if want := "skipped 3 dropped 2 keys 0 held 0 stale [p]"; got != want {
 		t.Errorf("got %q, want %q", got, want)
+	}
+}
+
+// counter is a BatchObserver that counts stores and removals per router key, as an
+// observer that reference-counts them (router's precise-prefix) sees them.
+type counter struct {
+	stores, removes map[uint64]int
+	events          [][]uint64
+	parents         []bool
+}
+
+func (c *counter) BlockStored(_ string, h uint64, _ string)  { c.stores[h]++ }
+func (c *counter) BlockRemoved(_ string, h uint64, _ string) { c.removes[h]++ }
+func (c *counter) AllBlocksCleared(string)                   {}
+func (c *counter) BlocksStored(_ string, hs []uint64, _ uint64, hasParent bool, _ string) {
+	c.events = append(c.events, slices.Clone(hs))
+	c.parents = append(c.parents, hasParent)
+	for _, h := range hs {
+		c.stores[h]++
+	}
+}
+
+// A block stored twice (vLLM's duplicate blocks, or offload chunks) is removed twice: each
+// removal is forwarded, and the engine key is forgotten after the last. An observer that
+// takes events whole gets each BlockStored event as one call.
+func TestIndexForwardsEveryRemovalOfAStoredBlock(t *testing.T) {
+	c := &counter{stores: map[uint64]int{}, removes: map[uint64]int{}}
+	x := NewIndex(DefaultIndexConfig(), DefaultLimits(), c)
+	toks := seqTokens(1000, 32)
+	p := uint64(0xa1)
+	for seq, ev := range []Event{
+		stored([]uint64{0xa1}, nil, toks[:16]),
+		stored([]uint64{0xa2}, &p, toks[16:32]),
+		stored([]uint64{0xa2}, &p, toks[16:32]),
+		{Kind: BlockRemoved, Hashes: []uint64{0xa2, 0xa2, 0xa2}},
+	} {
+		if err := x.Handle("pod-a", "llama", uint64(seq), payload(ev), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	keys := prefix.AppendTokenBlockHashes(nil, prefix.ModelSalt("llama"), toks, 16)
+	if c.stores[keys[1]] != 2 || c.removes[keys[1]] != 2 {
+		t.Errorf("block 2: %d stores, %d removals forwarded; want 2 and 2", c.stores[keys[1]], c.removes[keys[1]])
+	}
+	if got := x.Keys("pod-a"); got != 1 {
+		t.Errorf("Keys = %d, want 1 (the second block forgotten)", got)
+	}
+	if want := [][]uint64{keys[:1], keys[1:], keys[1:]}; !cmp.Equal(want, c.events) || !slices.Equal(c.parents, []bool{false, true, true}) {
+		t.Errorf("events %x (parents %v), want %x", c.events, c.parents, want)
 	}
 }

@@ -78,6 +78,12 @@ func (x *Holders) Store(h uint64, e Holder) {
 	}
 }
 
+// Held reports whether block h has at least one entry.
+func (x *Holders) Held(h uint64) bool {
+	i, ok := x.byHash.get(h)
+	return ok && len(x.slots[i].entries) > 0
+}
+
 // Remove drops entry e of block h, if there.
 func (x *Holders) Remove(h uint64, e Holder) {
 	i, ok := x.byHash.Get(h)

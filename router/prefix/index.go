@@ -164,6 +164,20 @@ func (x *Index) matchEach(hashes []uint64, out []int) {
 	}
 }
 
+// Holds reports whether endpoint ep holds block h.
+func (x *Index) Holds(h uint64, ep int32) bool {
+	e := x.entries.find(h)
+	return e != nil && ep >= 0 && x.has(e, ep)
+}
+
+// Capacity returns how many blocks endpoint ep may hold.
+func (x *Index) Capacity(ep int32) int {
+	if ep < 0 || int(ep) >= len(x.endpoints) {
+		return x.defaultCap
+	}
+	return x.endpoints[ep].cap
+}
+
 // RemoveEndpoint forgets endpoint ep and every block it holds; its capacity
 // returns to the default. It costs O(Len(ep)) plus the uses queued since the
 // last compaction.

@@ -176,3 +176,28 @@ func TestIndexSteadyStateDoesNotAllocate(t *testing.T) {
 		t.Errorf("allocs per Add+Match = %v, want 0", allocs)
 	}
 }
+
+// Holds follows the LRU: a block evicted by a later add is no longer held.
+func TestIndexHoldsAndCapacity(t *testing.T) {
+	x, err := NewIndex(8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.SetCapacity(1, 2); err != nil {
+		t.Fatal(err)
+	}
+	x.Add([]uint64{10, 11, 12}, 1)
+	x.Add([]uint64{10}, 0)
+	for _, tc := range []struct {
+		h    uint64
+		ep   int32
+		want bool
+	}{{10, 1, false}, {11, 1, true}, {12, 1, true}, {10, 0, true}, {11, 0, false}, {10, -1, false}} {
+		if got := x.Holds(tc.h, tc.ep); got != tc.want {
+			t.Errorf("Holds(%d, %d) = %v, want %v", tc.h, tc.ep, got, tc.want)
+		}
+	}
+	if c0, c1, c9 := x.Capacity(0), x.Capacity(1), x.Capacity(9); c0 != 8 || c1 != 2 || c9 != 8 {
+		t.Errorf("capacities %d %d %d, want 8 2 8", c0, c1, c9)
+	}
+}

@@ -40,6 +40,7 @@ type Sim struct {
 	sink   Sink
 	reps   []*engine.Replica
 	salt   uint64
+	open   []*kvBatch // per replica: the BlockStored event being collected, if any
 
 	arrivalEv     sim.EventID
 	arrivalAt     sim.Time
@@ -85,9 +86,10 @@ type journey struct {
 // view of the fleet (scraped fields shared, in-flight counters its own), and its policy's KV
 // event observer, if any.
 type routerInst struct {
-	lc *router.Lifecycle
-	kv router.KVEventObserver
-	ft bool // the policy hears first tokens
+	lc    *router.Lifecycle
+	kv    router.KVEventObserver
+	batch router.KVEventBatchObserver // kv, when it takes BlockStored events whole
+	ft    bool                        // the policy hears first tokens
 }
 
 // New returns a simulation of cfg's fleet routed by policy, fed by stream: one router.
@@ -115,6 +117,7 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 	for _, p := range policies { // before the replicas: their hooks ask who reads KV events
 		ri := &routerInst{}
 		ri.kv, _ = p.(router.KVEventObserver)
+		ri.batch, _ = p.(router.KVEventBatchObserver)
 		_, ri.ft = p.(router.FirstTokenObserver)
 		s.rt = append(s.rt, ri)
 	}
@@ -305,6 +308,9 @@ func (s *Sim) firstTokenBack(f *flight, at sim.Time) {
 // Routers.EventDelay later.
 func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
 	ev.Tokens = nil // valid only during the hook; the routers need only the hash
+	if ev.Stored {
+		s.batchStored(i, ev)
+	}
 	if d := s.cfg.Routers.EventDelay; d > 0 {
 		s.k.Schedule(s.k.Now()+sim.Time(d), -1, func(sim.Time) { s.deliver(i, ev) })
 		return
@@ -315,7 +321,7 @@ func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
 func (s *Sim) deliver(i int, ev engine.KVEvent) {
 	id := s.ids[i]
 	for _, ri := range s.rt {
-		if ri.kv != nil {
+		if ri.kv != nil && (ri.batch == nil || !ev.Stored) {
 			applyKV(ri.kv, id, ev)
 		}
 	}
@@ -329,8 +335,8 @@ func applyKV(kv router.KVEventObserver, id string, ev engine.KVEvent) {
 	case ev.Cleared:
 		kv.AllBlocksCleared(id)
 	case ev.Stored:
-		kv.BlockStored(id, ev.Hash)
+		kv.BlockStored(id, ev.Hash, router.MediumGPU) // the engine models one tier
 	default:
-		kv.BlockRemoved(id, ev.Hash)
+		kv.BlockRemoved(id, ev.Hash, router.MediumGPU)
 	}
 }

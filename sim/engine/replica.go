@@ -71,6 +71,9 @@ type KVEvent struct {
 	Tokens    []int32
 	Parent    uint64
 	HasParent bool
+	// First marks a stored block that starts a BlockStored event: vLLM publishes the blocks
+	// one request caches in one step as one event (block_pool.py cache_full_blocks).
+	First bool
 }
 
 // Metrics is what the replica's vLLM /metrics endpoint would show.
@@ -122,6 +125,7 @@ type Replica struct {
 
 	storing      *seq    // the sequence whose blocks register is caching (KV hook only)
 	storingBlock int     // and the block
+	storingNew   bool    // no block of this register call was published yet
 	kvTokens     []int32 // a stored block's tokens, handed to the KV hook
 
 	waiting  []*seq  // FIFO; preempted requests go to the front
@@ -221,6 +225,7 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 			ev := KVEvent{Stored: stored, Hash: h}
 			if stored && r.storing != nil {
 				ev.Tokens, ev.Parent, ev.HasParent = r.blockOf(r.storing, r.storingBlock)
+				ev.First, r.storingNew = r.storingNew, false
 			}
 			hooks.KV(ev)
 		}

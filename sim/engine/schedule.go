@@ -164,6 +164,7 @@ func (r *Replica) register(s *seq, full int) {
 	known := min(r.hashUpTo(s, full), len(s.blocks))
 	if r.hooks.KV != nil && s.reg < known {
 		r.storing = s // for the BlockStored events' tokens and parents
+		r.storingNew = true
 	}
 	for ; s.reg < known; s.reg++ {
 		r.storingBlock = s.reg
