@@ -80,7 +80,7 @@ func (x *Holders) Store(h uint64, e Holder) {
 
 // Held reports whether block h has at least one entry.
 func (x *Holders) Held(h uint64) bool {
-	i, ok := x.byHash.get(h)
+	i, ok := x.byHash.Get(h)
 	return ok && len(x.slots[i].entries) > 0
 }
 

@@ -166,7 +166,7 @@ func (x *Index) matchEach(hashes []uint64, out []int) {
 
 // Holds reports whether endpoint ep holds block h.
 func (x *Index) Holds(h uint64, ep int32) bool {
-	e := x.entries.find(h)
+	e := x.entries.Find(h)
 	return e != nil && ep >= 0 && x.has(e, ep)
 }
 

@@ -308,7 +308,7 @@ func (s *Sim) firstTokenBack(f *flight, at sim.Time) {
 // Routers.EventDelay later.
 func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
 	ev.Tokens = nil // valid only during the hook; the routers need only the hash
-	if ev.Stored {
+	if ev.Stored && ev.Medium == engine.MediumGPU { // batches index the GPU cache only
 		s.batchStored(i, ev)
 	}
 	if d := s.cfg.Routers.EventDelay; d > 0 {

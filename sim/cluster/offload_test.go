@@ -11,9 +11,9 @@ import (
 // kvLog records what a KV event observer hears.
 type kvLog []string
 
-func (l *kvLog) BlockStored(ep string, h uint64)  { *l = append(*l, "stored") }
-func (l *kvLog) BlockRemoved(ep string, h uint64) { *l = append(*l, "removed") }
-func (l *kvLog) AllBlocksCleared(ep string)       { *l = append(*l, "cleared") }
+func (l *kvLog) BlockStored(ep string, h uint64, medium string)  { *l = append(*l, "stored") }
+func (l *kvLog) BlockRemoved(ep string, h uint64, medium string) { *l = append(*l, "removed") }
+func (l *kvLog) AllBlocksCleared(ep string)                      { *l = append(*l, "cleared") }
 
 // TestApplyKVKeepsCPUEventsFromGPUObservers checks that the CPU tier's events never reach a
 // policy's index of the GPU caches as GPU stores or removals.
