@@ -49,12 +49,12 @@ var policyInfos = map[string]PolicyInfo{
 		Rule:   "lowest (pending new tokens + the request's uncached tokens) × (pending requests + 1)",
 	},
 	"kv-router": {
-		Source: "NVIDIA Dynamo KV router (ai-dynamo/dynamo 07a6c9ce) lib/kv-router/src/scheduling/selector/default.rs",
-		Rule:   "lowest prefill_load_scale·max(0, prefill blocks − cached blocks) + decode blocks; softmax sampling above temperature 0",
+		Source: "NVIDIA Dynamo KV router (ai-dynamo/dynamo 07a6c9ce) lib/kv-router/src/scheduling/selector/default.rs; expiry sequences/single.rs (04df1c42)",
+		Rule:   "lowest prefill_load_scale·max(0, prefill blocks − credit·cached blocks) + decode blocks, in the workers' block size, LoRA-salted; requests older than 1 h dropped; softmax above temperature 0",
 	},
 	"token-load": {
-		Source: "llm-d optimized-baseline profile (llm-d/llm-d-router 066c20ea) scheduling/filter/prefixcacheaffinity + scorer/tokenload",
-		Rule:   "endpoints with prefix score ≥ 0.8 unless their TTFT penalty is too high; then the fewest in-flight uncached tokens",
+		Source: "llm-d optimized-baseline profile (llm-d/llm-d 0a3b0c93 guides/optimized-baseline/router) over llm-d-router v0.10.0 plugins: dataproducer/approximateprefix + inflightload, scheduling/filter/prefixcacheaffinity, scorer/tokenload",
+		Rule:   "endpoints with prefix score ≥ 0.8 unless their TTFT penalty is too high; then the fewest in-flight + own uncached tokens (whole blocks of max(64, engine block) tokens)",
 	},
 	"predicted-ttft": {
 		Source: "kvroute",
