@@ -26,8 +26,8 @@ var policyInfos = map[string]PolicyInfo{
 		Variants: []string{PrefixTreeRayLoRA, PrefixTreeRay + " (no adapter key, no spill)", PrefixTreeRayOld + " (also: queue spread > 10 → power of two)"},
 	},
 	"cache-aware": {
-		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs",
-		Rule:     "imbalanced → first least-loaded; character match rate > 0.3 → a tenant of the deepest match whatever its load; else least-loaded",
+		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs; src/routers/http/router.rs (033e8423)",
+		Rule:     "over the ready workers only: imbalanced → first least-loaded; character match rate > 0.3 → a tenant of the deepest match whatever its load (not ready: it leaves the tree, the first ready worker, nothing inserted); else least-loaded",
 		Variants: []string{CacheAwareGateway, CacheAwareRouter + " (low match → smallest tree, sgl-router/src/policies/cache_aware.rs)"},
 	},
 	"prefix-score": {
