@@ -33,4 +33,6 @@ const (
 	ReasonRingSaturated  = "ring-saturated"
 	ReasonFairness       = "fairness"
 	ReasonNoTenantRandom = "no-tenant-random"
+	// ReasonAssigned marks a request routed by Lifecycle.Assign, not by a policy.
+	ReasonAssigned = "assigned"
 )

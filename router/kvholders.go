@@ -11,6 +11,9 @@ type kvHolders struct{ x *prefix.Holders }
 
 func newKVHolders(perKey int) kvHolders { return kvHolders{prefix.NewHolders(perKey)} }
 
+// onGPU reports whether a KV event's medium is the GPU tier ("" when the engine named none).
+func onGPU(medium string) bool { return medium == MediumGPU || medium == "" }
+
 // stored records that ep caches h, as its most recent holder; beyond perKey holders the
 // least recent is forgotten.
 func (k kvHolders) stored(ep int32, h uint64) { k.x.Store(h, prefix.Holder{Endpoint: ep}) }

@@ -302,15 +302,21 @@ func (p *KVRouter) Removed(endpoint string) {
 	}
 }
 
-// BlockStored records that endpoint caches hash.
-func (p *KVRouter) BlockStored(endpoint string, hash uint64) {
+// BlockStored records that endpoint caches hash on its GPU; other tiers are not read.
+func (p *KVRouter) BlockStored(endpoint string, hash uint64, medium string) {
+	if !onGPU(medium) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.kv.stored(p.ids.id(endpoint), hash)
 }
 
-// BlockRemoved records that endpoint evicted hash.
-func (p *KVRouter) BlockRemoved(endpoint string, hash uint64) {
+// BlockRemoved records that endpoint evicted hash from its GPU.
+func (p *KVRouter) BlockRemoved(endpoint string, hash uint64, medium string) {
+	if !onGPU(medium) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id, ok := p.ids.lookup(endpoint); ok {

@@ -98,7 +98,7 @@ func TestKVRouterDecisions(t *testing.T) {
 			kv := p.(router.KVEventObserver)
 			for _, st := range tc.stored {
 				for _, h := range blockHashes(st.tokens)[st.from:st.to] {
-					kv.BlockStored(st.endpoint, h)
+					kv.BlockStored(st.endpoint, h, router.MediumGPU)
 				}
 			}
 			obs := p.(router.Observer)
@@ -125,7 +125,7 @@ func TestKVRouterTemperatureSamples(t *testing.T) {
 		p := mustNew(t, "kv-router", map[string]any{"router_temperature": temp})
 		kv := p.(router.KVEventObserver)
 		for _, h := range blockHashes(prompt)[:10] {
-			kv.BlockStored("ep-0", h) // ep-0 costs 10, the others 20
+			kv.BlockStored("ep-0", h, router.MediumGPU) // ep-0 costs 10, the others 20
 		}
 		var n [3]int
 		s := snap(0, 0, 0)

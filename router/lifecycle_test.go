@@ -27,7 +27,8 @@ func (firstReady) Pick(_ *router.Request, s *router.Snapshot) (router.Decision, 
 }
 
 // lifecycleStep is one event of a lifecycle script: "decide R", "first R", "finish R",
-// "retry R", "eject E", "readmit E", "drop E" (SetEndpoints without E).
+// "retry R", "eject E", "readmit E", "drop E" (SetEndpoints without E), "assign R>E" (R
+// routed to E without a Pick).
 type lifecycleStep struct {
 	op, arg string
 	wantErr error
@@ -81,6 +82,13 @@ func TestLifecycle(t *testing.T) {
 		steps:    []lifecycleStep{{op: "decide", arg: "a"}, {op: "drop", arg: "ep-0"}, {op: "decide", arg: "b"}, {op: "finish", arg: "a"}},
 		want:     []string{"pick a ep-0 first", "routed a ep-0 first", "removed  ep-0", "pick b ep-1 first", "routed b ep-1 first", "finished a ep-0 {PromptTokens:10 CachedTokens:0 CompletionTokens:5}"},
 		inFlight: map[string]int{"ep-1": 1},
+	}, {
+		name: "assign routes without a pick, even to an ejected endpoint",
+		steps: []lifecycleStep{{op: "eject", arg: "ep-2"}, {op: "assign", arg: "a>ep-2"}, {op: "first", arg: "a"},
+			{op: "assign", arg: "b>ep-9", wantErr: errAny}, {op: "decide", arg: "c"}, {op: "finish", arg: "a"}},
+		want: []string{"removed  ep-2", "routed a ep-2 assigned", "first-token a ep-2", "pick c ep-0 first", "routed c ep-0 first",
+			"finished a ep-2 {PromptTokens:10 CachedTokens:0 CompletionTokens:5}"},
+		inFlight: map[string]int{"ep-0": 1},
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -92,7 +100,7 @@ func TestLifecycle(t *testing.T) {
 			tickets := map[string]*router.Ticket{}
 			reqs := map[string]*router.Request{}
 			for k, st := range tc.steps {
-				if err := runStep(l, tickets, reqs, st); !errors.Is(err, st.wantErr) {
+				if err := runStep(l, tickets, reqs, st); !errors.Is(err, st.wantErr) && (st.wantErr != errAny || err == nil) {
 					t.Fatalf("step %d %s %s: err %v, want %v", k, st.op, st.arg, err, st.wantErr)
 				}
 			}
@@ -112,6 +120,9 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// errAny stands for any error in lifecycleStep.wantErr.
+var errAny = errors.New("any error")
+
 func runStep(l *router.Lifecycle, tickets map[string]*router.Ticket, reqs map[string]*router.Request, st lifecycleStep) error {
 	now := routertest.Epoch
 	switch st.op {
@@ -119,6 +130,11 @@ func runStep(l *router.Lifecycle, tickets map[string]*router.Ticket, reqs map[st
 		reqs[st.arg] = &router.Request{ID: st.arg, Model: routertest.Model, InputTokens: 10, MaxOutputTokens: 10}
 		tickets[st.arg] = new(router.Ticket)
 		return l.Decide(tickets[st.arg], reqs[st.arg], now)
+	case "assign":
+		id, ep, _ := strings.Cut(st.arg, ">")
+		reqs[id] = &router.Request{ID: id, Model: routertest.Model, InputTokens: 10, MaxOutputTokens: 10}
+		tickets[id] = new(router.Ticket)
+		return l.Assign(tickets[id], reqs[id], ep, now)
 	case "first":
 		tickets[st.arg].FirstToken(now)
 	case "finish":

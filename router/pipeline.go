@@ -201,13 +201,13 @@ func resize[T any](b []T, n int) []T {
 }
 
 // BlockStored forwards a KV event to the stages that read the caches.
-func (p *Pipeline) BlockStored(endpoint string, hash uint64) {
-	p.eachKV(func(o KVEventObserver) { o.BlockStored(endpoint, hash) })
+func (p *Pipeline) BlockStored(endpoint string, hash uint64, medium string) {
+	p.eachKV(func(o KVEventObserver) { o.BlockStored(endpoint, hash, medium) })
 }
 
 // BlockRemoved forwards a KV event to the stages that read the caches.
-func (p *Pipeline) BlockRemoved(endpoint string, hash uint64) {
-	p.eachKV(func(o KVEventObserver) { o.BlockRemoved(endpoint, hash) })
+func (p *Pipeline) BlockRemoved(endpoint string, hash uint64, medium string) {
+	p.eachKV(func(o KVEventObserver) { o.BlockRemoved(endpoint, hash, medium) })
 }
 
 // AllBlocksCleared forwards a KV event to the stages that read the caches.

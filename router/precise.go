@@ -170,14 +170,21 @@ func preciseSalt(req *Request) uint64 {
 }
 
 // BlockStored records that endpoint caches hash, as the key's most recent entry; the least
-// recent of more than podsPerKey entries is forgotten (the index's per-key LRU).
-func (p *PreciseScorer) BlockStored(endpoint string, hash uint64) {
+// recent of more than podsPerKey entries is forgotten (the index's per-key LRU). Only the GPU
+// tier is read.
+func (p *PreciseScorer) BlockStored(endpoint string, hash uint64, medium string) {
+	if !onGPU(medium) {
+		return
+	}
 	p.kv.stored(p.ids.id(endpoint), hash)
 }
 
 // BlockRemoved records that endpoint evicted hash: its confirmed entry goes, a speculative
 // one stays (llm-d evicts the event's PodEntry, whose Speculative flag is unset).
-func (p *PreciseScorer) BlockRemoved(endpoint string, hash uint64) {
+func (p *PreciseScorer) BlockRemoved(endpoint string, hash uint64, medium string) {
+	if !onGPU(medium) {
+		return
+	}
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.kv.removed(id, hash)
 	}

@@ -21,21 +21,21 @@ func TestPrecisePrefixFollowsKVEvents(t *testing.T) {
 	s := snap(0, 0, 0)
 	s.Endpoints[2].Waiting = 1 // ep-2 is a little busier, and holds the blocks
 	for _, h := range hashes {
-		kv.BlockStored("ep-2", h)
+		kv.BlockStored("ep-2", h, router.MediumGPU)
 	}
 	if got := pick(t, p, req, s).Index; got != 2 {
 		t.Fatalf("with ep-2 holding every block: picked %d", got)
 	}
 	// ep-1 holds only blocks 1..3, not the first: not a prefix, no score.
 	for _, h := range hashes[1:] {
-		kv.BlockStored("ep-1", h)
+		kv.BlockStored("ep-1", h, router.MediumGPU)
 	}
-	kv.BlockRemoved("ep-2", hashes[0])
+	kv.BlockRemoved("ep-2", hashes[0], router.MediumGPU)
 	if got := pick(t, p, req, s).Index; got == 2 {
 		t.Fatal("ep-2 lost its first block and still won against idle endpoints")
 	}
 	for _, h := range hashes[:1] {
-		kv.BlockStored("ep-2", h)
+		kv.BlockStored("ep-2", h, router.MediumGPU)
 	}
 	kv.AllBlocksCleared("ep-2")
 	if got := pick(t, p, req, s).Index; got == 2 {

@@ -372,8 +372,11 @@ func (p *PredictedTTFT) Removed(endpoint string) {
 }
 
 // BlockStored records that endpoint caches hash; from its first event on, the endpoint's
-// cache is read from its events.
-func (p *PredictedTTFT) BlockStored(endpoint string, hash uint64) {
+// cache is read from its events. Only the GPU tier is read.
+func (p *PredictedTTFT) BlockStored(endpoint string, hash uint64, medium string) {
+	if !onGPU(medium) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.endpoint(&EndpointState{ID: endpoint}, p.ids.id(endpoint))
@@ -381,8 +384,11 @@ func (p *PredictedTTFT) BlockStored(endpoint string, hash uint64) {
 	p.kv.stored(id, hash)
 }
 
-// BlockRemoved records that endpoint evicted hash.
-func (p *PredictedTTFT) BlockRemoved(endpoint string, hash uint64) {
+// BlockRemoved records that endpoint evicted hash from its GPU.
+func (p *PredictedTTFT) BlockRemoved(endpoint string, hash uint64, medium string) {
+	if !onGPU(medium) {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id, ok := p.ids.lookup(endpoint); ok {

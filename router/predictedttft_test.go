@@ -154,7 +154,7 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			kv := p.(router.KVEventObserver)
 			for _, st := range tc.stored {
 				for _, h := range blockHashes(st.tokens)[st.from:st.to] {
-					kv.BlockStored(st.endpoint, h)
+					kv.BlockStored(st.endpoint, h, router.MediumGPU)
 				}
 			}
 			for i, a := range tc.active {

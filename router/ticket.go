@@ -46,6 +46,27 @@ func (l *Lifecycle) Decide(t *Ticket, req *Request, now time.Time) error {
 	return l.decide(t, now)
 }
 
+// Assign routes req to endpoint id without asking the policy: a request whose destination
+// was fixed before this router saw it (a replayed trace, a client that names its replica).
+// Everything else is as Decide: t must be idle, the endpoint's in-flight counters are
+// charged, and the policy hears Observer.Routed, with a Decision of Reason ReasonAssigned
+// and Seq 0 (nothing its last Pick computed applies). The endpoint need not be ready. It
+// returns an error, and charges nothing, when id is not in the pool.
+func (l *Lifecycle) Assign(t *Ticket, req *Request, id string, now time.Time) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t.state != ticketIdle {
+		panic("router: Assign on a ticket still in flight")
+	}
+	i, ok := l.index[id]
+	if !ok {
+		return fmt.Errorf("router: assign %s: endpoint %q is not in the pool", req.ID, id)
+	}
+	*t = Ticket{l: l, req: req, failed: t.failed[:0]}
+	l.route(t, Decision{Index: i, Reason: ReasonAssigned}, now)
+	return nil
+}
+
 // decide runs one attempt for t: Pick on the pool with the endpoints t failed on marked not
 // ready, then charge and Routed. l.mu is held.
 func (l *Lifecycle) decide(t *Ticket, now time.Time) error {
@@ -70,7 +91,13 @@ func (l *Lifecycle) decide(t *Ticket, now time.Time) error {
 		return fmt.Errorf("router: policy %s picked endpoint %d of %d", l.pol.p.Name(), d.Index, len(eps))
 	}
 	d.Seq = l.seq
-	e := &eps[d.Index]
+	l.route(t, d, now)
+	return nil
+}
+
+// route charges t's attempt on endpoint d.Index and reports it to the policy. l.mu is held.
+func (l *Lifecycle) route(t *Ticket, d Decision, now time.Time) {
+	e := &l.snap.Endpoints[d.Index]
 	t.pol, t.decision, t.endpoint, t.index, t.gen = l.pol, d, e.ID, d.Index, l.gen
 	t.tokens = t.req.InputTokens + t.req.MaxOutputTokens
 	e.InFlight++
@@ -79,7 +106,6 @@ func (l *Lifecycle) decide(t *Ticket, now time.Time) error {
 	if t.pol.obs != nil {
 		t.pol.obs.Routed(t.req, d, e.ID, now)
 	}
-	return nil
 }
 
 // FirstToken reports that the first token of t's current attempt came back at now. Only the

@@ -144,15 +144,27 @@ type Observer interface {
 // KVEventObserver is implemented by policies that read the replicas' real prefix caches, fed
 // by their KV events (vLLM publishes BlockStored, BlockRemoved and AllBlocksCleared; the
 // simulator reports the same from its engines). Hashes are chained token-block hashes
-// (router/prefix.TokenBlockHash).
+// (router/prefix.TokenBlockHash). Each store and removal names the tier it happened in, as
+// vLLM's events carry a medium: a replica with a CPU offload tier reports the same block
+// stored on "GPU" and on "CPU", and evicted from each separately, so an observer that counts
+// lower tiers keeps one entry per (endpoint, tier) and one that does not ignores all but
+// MediumGPU.
 type KVEventObserver interface {
-	// BlockStored reports that endpoint now caches the block with hash.
-	BlockStored(endpoint string, hash uint64)
-	// BlockRemoved reports that endpoint evicted it.
-	BlockRemoved(endpoint string, hash uint64)
-	// AllBlocksCleared reports that endpoint's cache was emptied.
+	// BlockStored reports that endpoint now caches the block with hash in tier medium.
+	BlockStored(endpoint string, hash uint64, medium string)
+	// BlockRemoved reports that endpoint evicted it from tier medium.
+	BlockRemoved(endpoint string, hash uint64, medium string)
+	// AllBlocksCleared reports that endpoint's cache was emptied, every tier.
 	AllBlocksCleared(endpoint string)
 }
+
+// The KV event media (vLLM's kv_events.py medium, uppercase as vLLM publishes it): the
+// GPU's KV cache, and the CPU tier of vLLM's native offloading. vLLM leaves medium unset in
+// events from engines without a tier; drivers report those as MediumGPU.
+const (
+	MediumGPU = "GPU"
+	MediumCPU = "CPU"
+)
 
 // FirstTokenObserver is implemented by policies that track a request's prompt-side load only
 // until its first token comes back, as NVIDIA Dynamo's KV router releases a request's prefill

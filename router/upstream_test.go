@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"kvroute/router"
-	"kvroute/router/prefix"
 )
 
 // upstreamTable is one file of testdata/upstream: decision cases for one policy, each
@@ -21,8 +20,9 @@ type upstreamTable struct {
 	Cases  []upstreamCase `json:"cases"`
 }
 
-// upstreamCase replays a history of routed and finished requests into a fresh policy, then
-// asks it to route Request at time At; every seed must pick Want.
+// upstreamCase replays History into a fresh policy through a router.Lifecycle, as the
+// simulator and the proxy drive it, then has the lifecycle decide Request at time At; every
+// seed must pick Want. docs/policies.md ("Case table") documents the format.
 type upstreamCase struct {
 	Name      string          `json:"name"`
 	Cite      string          `json:"cite"`
@@ -38,6 +38,9 @@ type upstreamCase struct {
 	WantAny []string `json:"want_any"`
 }
 
+// caseEndpoint is one endpoint as the router observes it. InFlight requests are in flight
+// on it when the history starts, routed before this policy took over (the lifecycle counts
+// them; the policy never heard of them).
 type caseEndpoint struct {
 	ID           string   `json:"id"`
 	NotReady     bool     `json:"not_ready"`
@@ -50,21 +53,48 @@ type caseEndpoint struct {
 	BlockSize    int      `json:"block_size"`
 }
 
-// caseEvent is Routed (Request sent to To) or, when Finished is set, Finished (the request
-// with that ID ended on To with Usage). KV events (Stored / Removed block hashes) go to
-// policies that read the replicas' caches.
+// caseEvent is one thing the policy observes, at At. Exactly one kind is set:
+//   - Request: routed to To (Lifecycle.Assign), or, with Decide, decided by the policy
+//     (Lifecycle.Decide; To, when set, is what it must pick);
+//   - FirstToken, Finished (with Usage), Aborted (finished with no usage) or Retry (To, when
+//     set, is where the retry must go): the request with that ID;
+//   - Eject, Readmit, Remove: the endpoint with that ID (Remove: SetEndpoints without it);
+//   - Endpoints: the pool from now on (SetEndpoints, then each one's observed fields; a
+//     change of NotReady ejects or re-admits it; InFlight is ignored);
+//   - a KV event of To: Stored / Removed block hashes, StoredTokens / RemovedTokens (the
+//     blocks of these token ids as the simulated engine hashes them under Model, in blocks of
+//     BlockSize tokens, 16 by default), in tier Medium ("GPU" by default, or "CPU"); or
+//     Cleared (AllBlocksCleared).
 type caseEvent struct {
-	At       router.Duration `json:"at"`
-	Request  *caseRequest    `json:"request"`
-	Finished string          `json:"finished"`
-	To       string          `json:"to"`
-	Usage    router.Usage    `json:"usage"`
-	Stored   []uint64        `json:"stored"`
-	// StoredTokens stores, on To, the blocks of these token ids under Model as the simulated
-	// engine hashes them (prefix.AppendTokenBlockHashes, 16-token blocks, no adapter).
-	StoredTokens []int32  `json:"stored_tokens"`
-	Model        string   `json:"model"`
-	Removed      []uint64 `json:"removed"`
+	At         router.Duration `json:"at"`
+	Request    *caseRequest    `json:"request"`
+	Decide     bool            `json:"decide"`
+	To         string          `json:"to"`
+	FirstToken string          `json:"first_token"`
+	Finished   string          `json:"finished"`
+	Usage      caseUsage       `json:"usage"`
+	Aborted    string          `json:"aborted"`
+	Retry      string          `json:"retry"`
+	Eject      string          `json:"eject"`
+	Readmit    string          `json:"readmit"`
+	Remove     string          `json:"remove"`
+	Endpoints  []caseEndpoint  `json:"endpoints"`
+
+	Stored        []uint64 `json:"stored"`
+	Removed       []uint64 `json:"removed"`
+	StoredTokens  []int32  `json:"stored_tokens"`
+	RemovedTokens []int32  `json:"removed_tokens"`
+	Model         string   `json:"model"`
+	BlockSize     int      `json:"block_size"`
+	Medium        string   `json:"medium"`
+	Cleared       bool     `json:"cleared"`
+}
+
+// caseUsage is router.Usage as the engine reports it in an OpenAI response's usage.
+type caseUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CachedTokens     int `json:"cached_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
 }
 
 type caseRequest struct {
@@ -156,46 +186,4 @@ func TestUpstreamDecisions(t *testing.T) {
 			})
 		}
 	}
-}
-
-func runCase(t *testing.T, p router.Policy, tc upstreamCase) string {
-	t.Helper()
-	eps := make([]router.EndpointState, len(tc.Endpoints))
-	for i, e := range tc.Endpoints {
-		eps[i] = router.EndpointState{
-			ID: e.ID, Ready: !e.NotReady, Models: e.Models, Running: e.Running, Waiting: e.Waiting,
-			KVUsage: e.KVUsage, InFlight: e.InFlight, NumGPUBlocks: e.NumGPUBlocks, BlockSize: e.BlockSize,
-			UpdatedAt: upstreamEpoch,
-		}
-	}
-	obs, _ := p.(router.Observer)
-	kv, _ := p.(router.KVEventObserver)
-	routed := map[string]*router.Request{}
-	for _, ev := range tc.History {
-		now := upstreamEpoch.Add(ev.At.D())
-		switch {
-		case ev.Request != nil && obs != nil:
-			r := ev.Request.request()
-			routed[r.ID] = r
-			obs.Routed(r, router.Decision{}, ev.To, now)
-		case ev.Finished != "" && obs != nil:
-			obs.Finished(routed[ev.Finished], ev.To, ev.Usage, now)
-		case len(ev.Stored)+len(ev.Removed)+len(ev.StoredTokens) > 0 && kv != nil:
-			stored := prefix.AppendTokenBlockHashes(ev.Stored, prefix.ModelSalt(ev.Model), ev.StoredTokens, 16)
-			for _, h := range stored {
-				kv.BlockStored(ev.To, h)
-			}
-			for _, h := range ev.Removed {
-				kv.BlockRemoved(ev.To, h)
-			}
-		default:
-			t.Fatalf("history event %+v: nothing to replay into %s", ev, p.Name())
-		}
-	}
-	s := &router.Snapshot{Now: upstreamEpoch.Add(tc.At.D()), Endpoints: eps}
-	d, err := p.Pick(tc.Request.request(), s)
-	if err != nil {
-		t.Fatalf("Pick: %v", err)
-	}
-	return eps[d.Index].ID
 }

@@ -23,9 +23,17 @@ type heldKeys struct {
 	m  map[uint64]bool
 }
 
-func (h *heldKeys) BlockStored(_ string, k uint64)  { h.mu.Lock(); h.m[k] = true; h.mu.Unlock() }
-func (h *heldKeys) BlockRemoved(_ string, k uint64) { h.mu.Lock(); delete(h.m, k); h.mu.Unlock() }
-func (h *heldKeys) AllBlocksCleared(string)         { h.mu.Lock(); clear(h.m); h.mu.Unlock() }
+func (h *heldKeys) BlockStored(_ string, k uint64, _ string) {
+	h.mu.Lock()
+	h.m[k] = true
+	h.mu.Unlock()
+}
+func (h *heldKeys) BlockRemoved(_ string, k uint64, _ string) {
+	h.mu.Lock()
+	delete(h.m, k)
+	h.mu.Unlock()
+}
+func (h *heldKeys) AllBlocksCleared(string) { h.mu.Lock(); clear(h.m); h.mu.Unlock() }
 
 func (h *heldKeys) has(k uint64) bool { h.mu.Lock(); defer h.mu.Unlock(); return h.m[k] }
 func (h *heldKeys) size() int         { h.mu.Lock(); defer h.mu.Unlock(); return len(h.m) }

@@ -135,15 +135,15 @@ func (k kvSink) observer() router.KVEventObserver {
 	return o
 }
 
-func (k kvSink) BlockStored(ep string, h uint64) {
+func (k kvSink) BlockStored(ep string, h uint64, medium string) {
 	if o := k.observer(); o != nil {
-		o.BlockStored(ep, h)
+		o.BlockStored(ep, h, medium)
 	}
 }
 
-func (k kvSink) BlockRemoved(ep string, h uint64) {
+func (k kvSink) BlockRemoved(ep string, h uint64, medium string) {
 	if o := k.observer(); o != nil {
-		o.BlockRemoved(ep, h)
+		o.BlockRemoved(ep, h, medium)
 	}
 }
 

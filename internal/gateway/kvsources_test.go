@@ -29,7 +29,7 @@ func (p *kvPolicy) Name() string { return "kv-spy" }
 func (p *kvPolicy) Pick(req *router.Request, s *router.Snapshot) (router.Decision, error) {
 	return firstReady{}.Pick(req, s)
 }
-func (p *kvPolicy) BlockStored(ep string, h uint64) {
+func (p *kvPolicy) BlockStored(ep string, h uint64, _ string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.held[ep] == nil {
@@ -37,7 +37,7 @@ func (p *kvPolicy) BlockStored(ep string, h uint64) {
 	}
 	p.held[ep][h] = true
 }
-func (p *kvPolicy) BlockRemoved(ep string, h uint64) {
+func (p *kvPolicy) BlockRemoved(ep string, h uint64, _ string) {
 	p.mu.Lock()
 	delete(p.held[ep], h)
 	p.mu.Unlock()

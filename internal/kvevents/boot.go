@@ -86,7 +86,7 @@ func (x *Index) Load(s Snapshot) int {
 		e.seq, e.started, e.stale = es.Seq, es.Started, es.Stale
 		for _, k := range es.Keys {
 			e.keys[k.Engine] = k.Router
-			x.obs.BlockStored(es.ID, k.Router)
+			x.obs.BlockStored(es.ID, k.Router, gpu)
 		}
 		n += len(es.Keys)
 		b := x.bootEp(es.ID)
@@ -102,7 +102,7 @@ func (x *Index) Resend() {
 	defer x.mu.Unlock()
 	for id, e := range x.eps {
 		for _, rk := range e.keys {
-			x.obs.BlockStored(id, rk)
+			x.obs.BlockStored(id, rk, gpu)
 		}
 	}
 }
@@ -187,7 +187,7 @@ func (x *Index) admit(id, model string, seq uint64, fill Filler) (skip bool) {
 		b.behind = 0
 	case b.suspended && seq == e.seq+1:
 		for _, rk := range e.keys {
-			x.obs.BlockStored(id, rk)
+			x.obs.BlockStored(id, rk, gpu)
 		}
 		x.boot.restored++
 	case b.suspended: // a gap after the ejection: it may have restarted and lost messages

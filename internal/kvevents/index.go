@@ -9,12 +9,17 @@ import (
 )
 
 // Observer hears router-keyed cache changes; router.KVEventObserver has this shape, so a
-// precise policy (router.PreciseScorer, router.Pipeline) plugs in directly.
+// precise policy (router.PreciseScorer, router.Pipeline) plugs in directly. medium is the
+// tier of the store or removal; the Index reports the GPU tier only (gpu).
 type Observer interface {
-	BlockStored(endpoint string, hash uint64)
-	BlockRemoved(endpoint string, hash uint64)
+	BlockStored(endpoint string, hash uint64, medium string)
+	BlockRemoved(endpoint string, hash uint64, medium string)
 	AllBlocksCleared(endpoint string)
 }
+
+// gpu is vLLM's medium for the GPU's KV cache (router.MediumGPU): the one tier the index
+// forwards; events of other tiers are counted as skipped.
+const gpu = "GPU"
 
 // IndexConfig configures an Index.
 type IndexConfig struct {
@@ -276,7 +281,7 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 	for i := range b.Events {
 		ev := &b.Events[i]
 		x.stats.Events++
-		if ev.Medium != "" && ev.Medium != "GPU" {
+		if ev.Medium != "" && ev.Medium != gpu {
 			x.stats.Skipped++ // an offload tier: the GPU cache did not change
 			continue
 		}
@@ -290,7 +295,7 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 				if rk, ok := e.keys[h]; ok {
 					delete(e.keys, h)
 					x.stats.Removed++
-					x.obs.BlockRemoved(id, rk)
+					x.obs.BlockRemoved(id, rk, gpu)
 				}
 			}
 		case BlockStored:
@@ -307,7 +312,7 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 		for _, h := range ev.Hashes {
 			if rk, ok := e.keys[h]; ok {
 				x.stats.Stored++
-				x.obs.BlockStored(id, rk)
+				x.obs.BlockStored(id, rk, gpu)
 			}
 		}
 		return
@@ -346,6 +351,6 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 		parent = prefix.TokenBlockHash(parent, ev.Tokens[i*ev.BlockSize:(i+1)*ev.BlockSize])
 		e.keys[h] = parent
 		x.stats.Stored++
-		x.obs.BlockStored(id, parent)
+		x.obs.BlockStored(id, parent, gpu)
 	}
 }

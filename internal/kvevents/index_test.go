@@ -16,14 +16,14 @@ type recorder struct{ held map[string]map[uint64]bool }
 
 func newRecorder() *recorder { return &recorder{held: map[string]map[uint64]bool{}} }
 
-func (r *recorder) BlockStored(ep string, h uint64) {
+func (r *recorder) BlockStored(ep string, h uint64, _ string) {
 	if r.held[ep] == nil {
 		r.held[ep] = map[uint64]bool{}
 	}
 	r.held[ep][h] = true
 }
-func (r *recorder) BlockRemoved(ep string, h uint64) { delete(r.held[ep], h) }
-func (r *recorder) AllBlocksCleared(ep string)       { delete(r.held, ep) }
+func (r *recorder) BlockRemoved(ep string, h uint64, _ string) { delete(r.held[ep], h) }
+func (r *recorder) AllBlocksCleared(ep string)                 { delete(r.held, ep) }
 
 func (r *recorder) keys(ep string) []uint64 {
 	var out []uint64

@@ -34,7 +34,7 @@ func BenchPick(b *testing.B, p router.Policy, s *router.Snapshot, reqs []router.
 		if kv != nil {
 			b.StopTimer()
 			for _, h := range prefix.AppendTokenBlockHashes(nil, prefix.ModelSalt(r.Model), r.Tokens, 16) {
-				kv.BlockStored(t.Endpoint(), h)
+				kv.BlockStored(t.Endpoint(), h, router.MediumGPU)
 			}
 			b.StartTimer()
 		}

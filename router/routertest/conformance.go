@@ -174,9 +174,9 @@ func testConcurrent(t *testing.T, p router.Policy) {
 		go func() {
 			defer wg.Done()
 			for k := range 400 {
-				kv.BlockStored(fmt.Sprintf("ep-%d", k%6), uint64(k))
+				kv.BlockStored(fmt.Sprintf("ep-%d", k%6), uint64(k), router.MediumGPU)
 				if k%7 == 0 {
-					kv.BlockRemoved(fmt.Sprintf("ep-%d", k%6), uint64(k-3))
+					kv.BlockRemoved(fmt.Sprintf("ep-%d", k%6), uint64(k-3), router.MediumGPU)
 				}
 			}
 		}()

@@ -325,8 +325,8 @@ func applyKV(kv router.KVEventObserver, id string, ev engine.KVEvent) {
 	case ev.Cleared:
 		kv.AllBlocksCleared(id)
 	case ev.Stored:
-		kv.BlockStored(id, ev.Hash)
+		kv.BlockStored(id, ev.Hash, router.MediumGPU) // the engine models one tier
 	default:
-		kv.BlockRemoved(id, ev.Hash)
+		kv.BlockRemoved(id, ev.Hash, router.MediumGPU)
 	}
 }
