@@ -45,8 +45,8 @@ var policyInfos = map[string]PolicyInfo{
 		Variants: []string{CHWBLNeutree, CHWBLKubeAI + " (xxhash ring of adapter+first 100 runes, load ≤ (T+1)/n·1.25; internal/loadbalancer/balance_chwbl.go)"},
 	},
 	"lmetric": {
-		Source: "LMetric (arXiv 2603.15202) as AIBrix ships it (vllm-project/aibrix 2519ad59) pkg/plugins/gateway/algorithms/l_metric_local.go",
-		Rule:   "lowest (pending new tokens + the request's uncached tokens) × (pending requests + 1)",
+		Source: "LMetric (arXiv 2603.15202) in AIBrix's unmerged PR #2571 (vllm-project/aibrix 2519ad59, not on main) pkg/plugins/gateway/algorithms/l_metric_local.go; table pkg/utils/prefixcacheindexer/hash.go",
+		Rule:   "lowest (pending new tokens + the request's uncached tokens) × (pending requests + 1); one table entry per block for all models; a removed pod's entries and sums kept",
 	},
 	"kv-router": {
 		Source: "NVIDIA Dynamo KV router (ai-dynamo/dynamo 07a6c9ce) lib/kv-router/src/scheduling/selector/default.rs; expiry sequences/single.rs (04df1c42)",
