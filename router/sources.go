@@ -21,9 +21,9 @@ var policyInfos = map[string]PolicyInfo{
 		Variants: []string{VTCAIBrix, VTCRealUsage + " (prompt at routing, real completion at finish; kvroute)"},
 	},
 	"prefix-tree": {
-		Source:   "Ray Serve PrefixCacheAffinityRouter (ray-project/ray master 2026: LoRA key prefix and spill; ef82d1d9 for PR #59390) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py",
-		Rule:     "replicas holding the longest character match (≥ 10% of the text, LoRA text under its adapter) else the smallest trees; the first with the shortest queue",
-		Variants: []string{PrefixTreeRayLoRA, PrefixTreeRay + " (no adapter key, no spill)", PrefixTreeRayOld + " (also: queue spread > 10 → power of two)"},
+		Source:   "Ray Serve PrefixCacheAffinityRouter (ray-project/ray master 2026: LoRA key prefix and spill; 06c16f2f after PR #59390; ef82d1d9 before it) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py, python/ray/serve/_private/request_router/request_router.py",
+		Rule:     "replicas holding the longest character match (≥ 10% of the text, LoRA text under its adapter) else the smallest trees; of those below max_ongoing_requests, the shortest queue, ties at random; a LoRA request spills by cached queue length",
+		Variants: []string{PrefixTreeRayLoRA, PrefixTreeRay + " (06c16f2f: no adapter key, no spill)", PrefixTreeRayOld + " (ef82d1d9: also queue spread > 10 → power of two)"},
 	},
 	"cache-aware": {
 		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs; src/routers/http/router.rs (033e8423)",
