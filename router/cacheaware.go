@@ -76,16 +76,23 @@ func (c CacheAwareConfig) Validate() error {
 // CacheAware is SGLang's cache-aware policy over a per-model character radix tree
 // (cache_aware.rs select_worker, both variants). A worker's load is the router's in-flight
 // count. Per decision:
-//  1. imbalanced — max − min load over every worker of the model, ready or not, exceeds
-//     BalanceAbsThreshold and max > min × BalanceRelThreshold: the first least-loaded ready
-//     worker in pool order (min_by_key);
+//  1. imbalanced — max − min load exceeds BalanceAbsThreshold and max > min ×
+//     BalanceRelThreshold: the first least-loaded ready worker in pool order (min_by_key).
+//     The gateway's router hands the policy only the available workers
+//     (sgl-model-gateway/src/routers/http/router.rs select_worker_for_model, at 033e8423:
+//     workers filtered by is_available() before policy.select_worker), so an unready
+//     worker's load is in neither the minimum nor the maximum; the older router's loads are
+//     those of every worker of the model, ready or not;
 //  2. otherwise the match rate is the matched characters (not bytes) over the prompt's
 //     characters. Above CacheThreshold: a tenant of the deepest matched node, whatever its
 //     load (upstream takes the first in a DashMap's hash order, which we draw at random);
 //     at or below: the first least-loaded ready worker (gateway) or a smallest-tree tenant
-//     (router). A chosen worker that is not ready gives the first ready worker.
+//     (router). A chosen worker that is not ready gives the first ready worker; the gateway
+//     then removes that tenant from the model's tree and inserts nothing (the worker is not in
+//     the list it was given: tree.remove_tenant, "Fallback to first healthy worker").
 //
-// Routed inserts the prompt for the chosen worker, whichever branch chose it.
+// Routed inserts the prompt for the chosen worker, whichever branch chose it, except after
+// the gateway's fallback (ReasonStaleTenant).
 type CacheAware struct {
 	cfg    CacheAwareConfig
 	mu     sync.Mutex
@@ -127,22 +134,44 @@ func (p *CacheAware) Pick(req *Request, s *Snapshot) (Decision, error) {
 	matched, holders := tree.Match(req.Prompt, nil, p.holder[:0])
 	p.holder = holders
 	if matched > 0 && len(holders) > 0 && charRate(req.Prompt, matched) > p.cfg.CacheThreshold {
-		return Decision{Index: p.readyOr(s, holders[p.rng.IntN(len(holders))]), Reason: ReasonPrefixMatch}, nil
+		t := holders[p.rng.IntN(len(holders))]
+		if i, ok := p.eligible(s, t); ok {
+			return Decision{Index: i, Reason: ReasonPrefixMatch}, nil
+		}
+		if p.cfg.Variant == CacheAwareGateway {
+			tree.RemoveTenant(t)
+			return Decision{Index: p.cand[0], Reason: ReasonStaleTenant}, nil
+		}
+		return Decision{Index: p.cand[0], Reason: ReasonPrefixMatch}, nil
 	}
 	if p.cfg.Variant == CacheAwareGateway {
 		return Decision{Index: p.firstLeastLoaded(s), Reason: ReasonLowMatch}, nil
 	}
 	p.allow = p.modelMask(req, s)
 	p.holder = tree.SmallestTenants(p.allow, p.holder[:0])
-	return Decision{Index: p.readyOr(s, p.holder[p.rng.IntN(len(p.holder))]), Reason: ReasonLowMatch}, nil
+	if i, ok := p.eligible(s, p.holder[p.rng.IntN(len(p.holder))]); ok {
+		return Decision{Index: i, Reason: ReasonLowMatch}, nil
+	}
+	return Decision{Index: p.cand[0], Reason: ReasonLowMatch}, nil
 }
 
-// imbalanced is SGLang's balance gate over the loads of every endpoint serving the model.
+// ReasonStaleTenant labels the gateway's fallback to the first ready worker when the
+// matched tenant is not among the available workers.
+const ReasonStaleTenant = "stale-tenant"
+
+// imbalanced is SGLang's balance gate over the loads of the workers the policy is given:
+// the ready ones (gateway) or every one serving the model (router).
 func (p *CacheAware) imbalanced(req *Request, s *Snapshot) bool {
 	lo, hi := math.MaxInt, 0
-	for i := range s.Endpoints {
-		if e := &s.Endpoints[i]; servesModel(e, req) {
-			lo, hi = min(lo, e.InFlight), max(hi, e.InFlight)
+	if p.cfg.Variant == CacheAwareGateway {
+		for _, i := range p.cand {
+			lo, hi = min(lo, s.Endpoints[i].InFlight), max(hi, s.Endpoints[i].InFlight)
+		}
+	} else {
+		for i := range s.Endpoints {
+			if e := &s.Endpoints[i]; servesModel(e, req) {
+				lo, hi = min(lo, e.InFlight), max(hi, e.InFlight)
+			}
 		}
 	}
 	return hi-lo > p.cfg.BalanceAbsThreshold && float64(hi) > float64(lo)*p.cfg.BalanceRelThreshold
@@ -159,15 +188,14 @@ func (p *CacheAware) firstLeastLoaded(s *Snapshot) int {
 	return best
 }
 
-// readyOr returns the eligible endpoint of tenant id t, or the first eligible endpoint when t
-// is not eligible (cache_aware.rs: "Fallback to first healthy worker").
-func (p *CacheAware) readyOr(s *Snapshot, t int32) int {
+// eligible returns the eligible endpoint of tenant id t, if it is one.
+func (p *CacheAware) eligible(s *Snapshot, t int32) (int, bool) {
 	for _, i := range p.cand {
 		if id, ok := p.trees.ids.lookup(s.Endpoints[i].ID); ok && id == t {
-			return i
+			return i, true
 		}
 	}
-	return p.cand[0]
+	return 0, false
 }
 
 // modelMask marks the tenant ids of every endpoint serving the model, ready or not: SGLang
@@ -204,10 +232,10 @@ func charRate(text string, matched int) float64 {
 }
 
 // Routed inserts the prompt for the chosen worker and trims trees when due.
-func (p *CacheAware) Routed(req *Request, _ Decision, endpoint string, now time.Time) {
+func (p *CacheAware) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if req.Prompt != "" {
+	if req.Prompt != "" && d.Reason != ReasonStaleTenant {
 		p.trees.get(req.Model).Insert(req.Prompt, p.trees.ids.id(endpoint), now.UnixNano())
 	}
 	if now.Sub(p.trees.evicted) >= p.cfg.EvictionInterval.D() {

@@ -29,14 +29,23 @@ import (
 // logit, ties uniformly at random (minimum_cost_index); above 0 it samples
 // exp(−(logit−min)/((max−min)·T)) (softmax_sample_index).
 //
+// The block size is the workers' (the engine's, EndpointState.BlockSize of the first
+// candidate that reports one; BlockSize when none does): Dynamo takes it from the workers'
+// runtime config and passes it to every selection (selector/mod.rs WorkerSelector::
+// select_worker). A LoRA request's blocks are hashed under its adapter's name, as the engine's
+// KV events for it are (protocols.rs BlockHashOptions.lora_name, the hash seed). A worker's
+// active requests older than an hour are dropped when a request is next added to it, at most
+// every 30 s (sequences/single.rs at 04df1c42, lines 41 and 45: EXPIRY_DURATION 3,600 s,
+// CHECK_EXPIRY_FREQUENCY 30 s; add_request_with_prefill_tracking calls force_expiry first).
+//
 // Not modelled: the router queue (router_queue_threshold 16 holds requests in the router
 // when every worker is past that fraction of max_num_batched_tokens), host/disk/shared cache
 // tiers, output-block tracking (off by default) and the overlap credit decay (off).
 type KVRouterConfig struct {
-	// BlockSize is the engines' KV block size in tokens (vLLM's default 16; Dynamo reads it
-	// from the worker).
+	// BlockSize is the KV block size in tokens when no worker reports one (vLLM's default 16).
 	BlockSize int `json:"block_size"`
-	// OverlapScoreCredit is the share of cached blocks credited against prefill (1.0, in [0, 1]).
+	// OverlapScoreCredit is the share of cached blocks credited against prefill (1.0; any
+	// finite value >= 0, above 1 crediting cached blocks extra: config.rs 69–78).
 	OverlapScoreCredit float64 `json:"overlap_score_credit"`
 	// PrefillLoadScale weighs prefill blocks against decode blocks (1.0).
 	PrefillLoadScale float64 `json:"prefill_load_scale"`
@@ -55,8 +64,8 @@ func (c KVRouterConfig) Validate() error {
 	if c.BlockSize < 1 {
 		errs = append(errs, fmt.Errorf("block_size %d: want > 0", c.BlockSize))
 	}
-	if !(c.OverlapScoreCredit >= 0 && c.OverlapScoreCredit <= 1) {
-		errs = append(errs, fmt.Errorf("overlap_score_credit %v: want 0..1", c.OverlapScoreCredit))
+	if !(c.OverlapScoreCredit >= 0) || math.IsInf(c.OverlapScoreCredit, 0) {
+		errs = append(errs, fmt.Errorf("overlap_score_credit %v: want a finite value >= 0", c.OverlapScoreCredit))
 	}
 	if !(c.PrefillLoadScale >= 0) || math.IsInf(c.PrefillLoadScale, 0) {
 		errs = append(errs, fmt.Errorf("prefill_load_scale %v: want a finite value >= 0", c.PrefillLoadScale))
@@ -87,7 +96,24 @@ type KVRouter struct {
 	pos    posIDs
 	cost   []float64
 	prob   []float64
+
+	bs        int                  // the block size of the last decision
+	started   map[string]kvStarted // active requests by ID: where and when they were added
+	lastCheck []time.Time          // per endpoint id: the last expiry check (zero: not seen yet)
 }
+
+// kvStarted is where and when an active request was added.
+type kvStarted struct {
+	ep int32
+	at time.Time
+}
+
+// kvExpiry and kvExpiryCheck are Dynamo's EXPIRY_DURATION and CHECK_EXPIRY_FREQUENCY
+// (lib/kv-router/src/sequences/single.rs at 04df1c42, lines 41 and 45).
+const (
+	kvExpiry      = time.Hour
+	kvExpiryCheck = 30 * time.Second
+)
 
 var (
 	_ Policy             = (*KVRouter)(nil)
@@ -102,7 +128,8 @@ func NewKVRouter(cfg KVRouterConfig, rng *rand.Rand) (*KVRouter, error) {
 		return nil, fmt.Errorf("router: kv-router: %w", err)
 	}
 	kv := newKVHolders(0)
-	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: kv, act: newActiveSeqsIn(kv)}, nil
+	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: kv, act: newActiveSeqsIn(kv),
+		bs: cfg.BlockSize, started: map[string]kvStarted{}}, nil
 }
 
 // Name returns "kv-router".
@@ -124,7 +151,7 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 	}
 	p.prepare(req, s, p.cand)
 	p.cost = resize(p.cost, len(p.cand))
-	bs := float64(p.cfg.BlockSize)
+	bs := float64(p.bs)
 	n := isl(req)
 	for k, id := range p.candID {
 		raw := float64(p.act.prefill(id)+int64(n)) / bs
@@ -142,10 +169,19 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 // p.run (cached leading blocks) and p.shared (request blocks already active) per endpoint id.
 func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
 	p.candID = p.candID[:0]
+	p.bs = p.cfg.BlockSize
 	for _, i := range cand {
-		p.candID = append(p.candID, p.pos.id(&p.ids, i, s.Endpoints[i].ID))
+		id := p.pos.id(&p.ids, i, s.Endpoints[i].ID)
+		p.candID = append(p.candID, id)
+		p.seen(id, s.Now)
 	}
-	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
+	for _, i := range cand {
+		if bs := s.Endpoints[i].BlockSize; bs > 0 {
+			p.bs = bs
+			break
+		}
+	}
+	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], kvSalt(req), req.Tokens, p.bs)
 	p.seq = s.Seq
 	n := p.ids.size()
 	p.run, p.shared = resize(p.run, n), resize(p.shared, n)
@@ -181,19 +217,59 @@ func (p *KVRouter) softmax() int {
 
 // Routed charges the request's uncached tokens as active prefill and its full blocks as active
 // blocks on endpoint.
-func (p *KVRouter) Routed(req *Request, d Decision, endpoint string, _ time.Time) {
+func (p *KVRouter) Routed(req *Request, d Decision, endpoint string, now time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.ids.id(endpoint)
 	if d.Seq == 0 || d.Seq != p.seq || int(id) >= len(p.run) { // not this policy's decision
-		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
+		p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], kvSalt(req), req.Tokens, p.bs)
 		p.run = resize(p.run, p.ids.size())
 		p.kv.leadingRun(p.hashes, p.run)
 		p.found = p.found[:0]
 	}
 	p.seq = 0 // events may change the cache before the next decision
+	p.seen(id, now)
+	p.expire(id, now)
 	n := isl(req)
-	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.cfg.BlockSize, n)), p.hashes, p.found)
+	p.act.add(req.ID, id, int64(n-min(p.run[id]*p.bs, n)), p.hashes, p.found)
+	p.started[req.ID] = kvStarted{ep: id, at: now}
+}
+
+// kvSalt is the first block's parent: the LoRA adapter's name for an adapter request (the
+// name the engine's KV events carry), else the model's.
+func kvSalt(req *Request) uint64 {
+	if req.Adapter != "" {
+		return prefix.ModelSalt(req.Adapter)
+	}
+	return prefix.ModelSalt(req.Model)
+}
+
+// seen starts endpoint id's expiry clock when the router first sees it.
+func (p *KVRouter) seen(id int32, now time.Time) {
+	p.lastCheck = grow(p.lastCheck, int(id)+1)
+	if p.lastCheck[id].IsZero() {
+		p.lastCheck[id] = now
+	}
+}
+
+// expire drops endpoint id's requests added more than kvExpiry before now, unless it checked
+// less than kvExpiryCheck ago (force_expiry).
+func (p *KVRouter) expire(id int32, now time.Time) {
+	if now.Before(p.lastCheck[id].Add(kvExpiryCheck)) {
+		return
+	}
+	p.lastCheck[id] = now
+	cutoff := now.Add(-kvExpiry)
+	var stale []string
+	for reqID, st := range p.started {
+		if st.ep == id && st.at.Before(cutoff) {
+			stale = append(stale, reqID)
+		}
+	}
+	for _, reqID := range stale { // release order does not change the sums
+		p.act.done(reqID)
+		delete(p.started, reqID)
+	}
 }
 
 // FirstToken releases the request's prefill tokens.
@@ -208,6 +284,7 @@ func (p *KVRouter) Finished(req *Request, _ string, _ Usage, _ time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.act.done(req.ID)
+	delete(p.started, req.ID)
 }
 
 // Removed forgets the endpoint's cache view and active requests.
@@ -217,6 +294,11 @@ func (p *KVRouter) Removed(endpoint string) {
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.kv.cleared(id)
 		p.act.drop(id)
+		for reqID, st := range p.started {
+			if st.ep == id {
+				delete(p.started, reqID)
+			}
+		}
 	}
 }
 

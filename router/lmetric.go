@@ -10,9 +10,10 @@ import (
 	"kvroute/router/prefix"
 )
 
-// LMetricConfig configures lmetric, LMetric's rule (arXiv 2603.15202) as AIBrix ships it in
-// the "l-metric-local" routing algorithm (vllm-project/aibrix
-// pkg/plugins/gateway/algorithms/l_metric_local.go at 2519ad59): for each ready pod,
+// LMetricConfig configures lmetric, LMetric's rule (arXiv 2603.15202) as AIBrix's
+// "l-metric-local" routing algorithm has it (vllm-project/aibrix
+// pkg/plugins/gateway/algorithms/l_metric_local.go at 2519ad59, the head of the unmerged pull
+// request #2571: the file is not on AIBrix's main branch): for each ready pod,
 // score = (pending tokens + the request's new tokens) × (pending requests + 1), lowest wins,
 // ties uniformly at random (ScoreAll and Route, lines 137–216).
 //
@@ -24,6 +25,12 @@ import (
 // "character" one, so tokens are the bytes of the flattened prompt; the prefix table is the
 // one prefix-cache uses, with AIBrix's shipped block size (128), capacity (200,000 blocks)
 // and 20-minute TTL swept every second.
+//
+// The table (pkg/utils/prefixcacheindexer/hash.go at 0871c212, lines 51–53, AddPrefix) hashes
+// blocks without the model and keeps one entry per block hash holding a model → pods map, so
+// all models share its capacity, and an entry's TTL runs from the last Put by any model. AIBrix
+// never forgets a removed pod: its table entries and pending sums stay (the router registers
+// no pod-deletion hook), and count again if a pod of that name returns.
 type LMetricConfig struct {
 	// BlockSize is the prefix table's block size in tokenizer tokens (bytes) (128).
 	BlockSize int `json:"block_size"`
@@ -59,6 +66,7 @@ type LMetric struct {
 	rng   *rand.Rand
 	ids   interner
 	store *prefix.BlockStore
+	hold  map[lmetricHolder]int32 // a (model, pod) pair's holder id in store
 	load  pendingLoad
 	memo  hashMemo
 	swept time.Time
@@ -66,6 +74,12 @@ type LMetric struct {
 	cand   []int
 	mask   []bool
 	blocks []int
+}
+
+// lmetricHolder is one pod under one model: what the table's model → pods map holds.
+type lmetricHolder struct {
+	model string
+	ep    int32
 }
 
 var (
@@ -82,7 +96,8 @@ func NewLMetric(cfg LMetricConfig, rng *rand.Rand) (*LMetric, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: lmetric: %w", err)
 	}
-	return &LMetric{cfg: cfg, rng: rng, ids: newInterner(), store: store, load: newPendingLoad()}, nil
+	return &LMetric{cfg: cfg, rng: rng, ids: newInterner(), store: store, hold: map[lmetricHolder]int32{},
+		load: newPendingLoad()}, nil
 }
 
 // Name returns "lmetric".
@@ -101,45 +116,63 @@ func (p *LMetric) Pick(req *Request, s *Snapshot) (Decision, error) {
 	total := int64(len(req.Prompt))
 	best := pickMin(p.rng, p.cand, func(i int) float64 {
 		id := p.ids.id(s.Endpoints[i].ID)
-		newTokens := total - p.hitTokens(total, nb, id)
+		newTokens := total - p.hitTokens(total, nb, p.holder(req, id))
 		pend := p.load.at(id)
 		return float64(pend.tokens+newTokens) * float64(pend.requests+1)
 	})
 	return Decision{Index: best, Reason: ReasonLMetric}, nil
 }
 
-// hashes returns the prompt's chained full-block hashes, seeded by model and adapter as the
-// AIBrix table keys blocks per model.
+// lmetricSeed is the table's hash seed: one per table, whatever the model (AIBrix draws it
+// once per process).
+var lmetricSeed = prefix.Seed()
+
+// hashes returns the prompt's chained full-block hashes.
 func (p *LMetric) hashes(req *Request, seq uint64) []uint64 {
 	h, _ := p.memo.get(seq, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
-		return prefix.ChainHashString(dst[:0], prefix.Seed(req.Model, req.Adapter), req.Prompt, p.cfg.BlockSize, 0, false), buf, nil
+		return prefix.ChainHashString(dst[:0], lmetricSeed, req.Prompt, p.cfg.BlockSize, 0, false), buf, nil
 	})
 	return h
 }
 
-// match fills p.blocks[id] with the leading blocks each candidate holds and returns the
-// request's block count.
+// holder returns the holder id of endpoint id under the request's model: the adapter for a
+// LoRA request (AIBrix's ctx.Model is the model the client names), else the model.
+func (p *LMetric) holder(req *Request, id int32) int32 {
+	k := lmetricHolder{model: req.Model, ep: id}
+	if req.Adapter != "" {
+		k.model = req.Adapter
+	}
+	h, ok := p.hold[k]
+	if !ok {
+		h = int32(len(p.hold))
+		p.hold[k] = h
+	}
+	return h
+}
+
+// match fills p.blocks[holder] with the leading blocks each candidate holds under the
+// request's model and returns the request's block count.
 func (p *LMetric) match(req *Request, s *Snapshot, cand []int) int {
 	for _, i := range cand {
-		p.ids.id(s.Endpoints[i].ID)
+		p.holder(req, p.ids.id(s.Endpoints[i].ID))
 	}
-	n := p.ids.size()
+	n := len(p.hold)
 	p.mask, p.blocks = resize(p.mask, n), resize(p.blocks, n)
 	clear(p.mask)
 	for _, i := range cand {
-		p.mask[p.ids.id(s.Endpoints[i].ID)] = true
+		p.mask[p.holder(req, p.ids.id(s.Endpoints[i].ID))] = true
 	}
 	hashes := p.hashes(req, s.Seq)
 	p.store.Match(hashes, p.mask, p.blocks)
 	return len(hashes)
 }
 
-// hitTokens is AIBrix's integer hit estimate for endpoint id after match.
-func (p *LMetric) hitTokens(total int64, nb int, id int32) int64 {
-	if nb == 0 || int(id) >= len(p.blocks) {
+// hitTokens is AIBrix's integer hit estimate for holder h after match.
+func (p *LMetric) hitTokens(total int64, nb int, h int32) int64 {
+	if nb == 0 || int(h) >= len(p.blocks) {
 		return 0
 	}
-	pct := int64(p.blocks[id] * 100 / nb)
+	pct := int64(p.blocks[h] * 100 / nb)
 	return total * pct / 100
 }
 
@@ -157,17 +190,18 @@ func (p *LMetric) Routed(req *Request, d Decision, endpoint string, now time.Tim
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.ids.id(endpoint)
+	h := p.holder(req, id)
 	p.sweep(now)
 	hashes := p.hashes(req, d.Seq)
-	p.blocks = resize(p.blocks, p.ids.size())
-	p.mask = resize(p.mask, p.ids.size())
+	p.blocks = resize(p.blocks, len(p.hold))
+	p.mask = resize(p.mask, len(p.hold))
 	clear(p.mask)
-	p.mask[id] = true
+	p.mask[h] = true
 	p.store.Match(hashes, p.mask, p.blocks)
 	total := int64(len(req.Prompt))
-	p.load.add(req.ID, id, total-p.hitTokens(total, len(hashes), id))
+	p.load.add(req.ID, id, total-p.hitTokens(total, len(hashes), h))
 	if len(hashes) > 0 {
-		p.store.Add(hashes, id, now)
+		p.store.Add(hashes, h, now)
 	}
 }
 
@@ -178,15 +212,8 @@ func (p *LMetric) Finished(req *Request, _ string, _ Usage, _ time.Time) {
 	p.load.done(req.ID)
 }
 
-// Removed forgets the endpoint's blocks and pending load.
-func (p *LMetric) Removed(endpoint string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if id, ok := p.ids.lookup(endpoint); ok {
-		p.store.RemoveEndpoint(id)
-		p.load.drop(id)
-	}
-}
+// Removed does nothing: AIBrix keeps a removed pod's table entries and pending sums.
+func (*LMetric) Removed(string) {}
 
 // pendingLoad is a router's own per-endpoint sum of what its in-flight requests still cost,
 // keyed by request ID so that Finished is idempotent.
@@ -234,18 +261,6 @@ func (l *pendingLoad) done(reqID string) {
 	e := &l.eps[r.ep]
 	e.tokens = max(e.tokens-r.tokens, 0)
 	e.requests = max(e.requests-1, 0)
-}
-
-// drop forgets endpoint id's requests.
-func (l *pendingLoad) drop(id int32) {
-	for k, r := range l.reqs { // deleting while ranging is safe; the order does not matter
-		if r.ep == id {
-			delete(l.reqs, k)
-		}
-	}
-	if int(id) < len(l.eps) {
-		l.eps[id] = pendingSum{}
-	}
 }
 
 // ReasonLMetric labels lmetric's decisions.

@@ -21,10 +21,11 @@ const (
 	// replicas are more than multiplex_spill_threshold (64) requests busier than the least busy.
 	PrefixTreeRayLoRA = "ray-lora-keys"
 	// PrefixTreeRay is Ray Serve's PrefixCacheAffinityRouter since ray PR #59390 (2025-12-11;
-	// read at ray-project/ray ef82d1d9, python/ray/llm/_internal/serve/routing_policies/
-	// prefix_aware/prefix_aware_router.py): imbalanced_threshold defaults to ∞.
+	// read at ray-project/ray 06c16f2f, python/ray/llm/_internal/serve/routing_policies/
+	// prefix_aware/prefix_aware_router.py initialize_state): imbalanced_threshold defaults to ∞.
 	PrefixTreeRay = "ray-since-pr59390"
-	// PrefixTreeRayOld is the router before that PR: imbalanced_threshold 10.
+	// PrefixTreeRayOld is the router before that PR (read at ray-project/ray ef82d1d9, the same
+	// file): imbalanced_threshold 10.
 	PrefixTreeRayOld = "ray-before-pr59390"
 )
 
@@ -52,12 +53,20 @@ type PrefixTreeConfig struct {
 	// smallest queue exceeds the least busy candidate's by more than this goes, by queue, to the
 	// candidates within it of the least busy (64).
 	MultiplexSpillThreshold float64 `json:"multiplex_spill_threshold"`
+	// MaxOngoingRequests is each replica's max_ongoing_requests: a replica whose queue has
+	// reached it is left out of the final choice (Ray LLM's default, 10^9:
+	// ray/llm/_internal/serve/constants.py DEFAULT_MAX_ONGOING_REQUESTS).
+	MaxOngoingRequests int `json:"max_ongoing_requests"`
 }
+
+// rayQueueCacheTTL is how long Ray Serve keeps a replica's reported queue length
+// (RAY_SERVE_QUEUE_LENGTH_CACHE_TIMEOUT_S, 10 s); older, it counts as none.
+const rayQueueCacheTTL = 10 * time.Second
 
 // DefaultPrefixTreeConfig returns Ray's defaults (the newest version's).
 func DefaultPrefixTreeConfig() PrefixTreeConfig {
 	return PrefixTreeConfig{
-		Variant: PrefixTreeRayLoRA, MatchRateThreshold: 0.1, MultiplexSpillThreshold: 64,
+		Variant: PrefixTreeRayLoRA, MatchRateThreshold: 0.1, MultiplexSpillThreshold: 64, MaxOngoingRequests: 1_000_000_000,
 		EvictionThresholdChars: 400000, EvictionTargetChars: 360000, EvictionInterval: Duration(10 * time.Second),
 	}
 }
@@ -95,6 +104,9 @@ func (c PrefixTreeConfig) Validate() error {
 	if c.EvictionInterval <= 0 {
 		errs = append(errs, fmt.Errorf("eviction_interval %v: want > 0", c.EvictionInterval.D()))
 	}
+	if c.MaxOngoingRequests < 1 {
+		errs = append(errs, fmt.Errorf("max_ongoing_requests %d: want > 0", c.MaxOngoingRequests))
+	}
 	return errors.Join(errs...)
 }
 
@@ -108,7 +120,11 @@ func (c PrefixTreeConfig) Validate() error {
 //  2. otherwise match the text over the candidates: a match rate (in characters) ≥
 //     MatchRateThreshold keeps the replicas holding the longest match; a lower one, an empty
 //     text included, keeps the replicas with the smallest trees;
-//  3. the kept replica with the smallest queue wins, the first in pool order among ties.
+//  3. the kept replicas whose queue is below MaxOngoingRequests compete
+//     (select_from_candidate_replicas: queue_len < max_ongoing_requests); the one with the
+//     smallest queue wins, ties at random: the kept replicas come from the tree actor's sets,
+//     whose order Python does not define. When every kept replica is full Ray waits and asks
+//     again; kvroute, which cannot hold a request, takes the full ones then.
 //
 // Routed inserts the text for the chosen replica.
 type PrefixTree struct {
@@ -175,13 +191,32 @@ func (p *PrefixTree) Pick(req *Request, s *Snapshot) (Decision, error) {
 	if p.text.prefix > 0 {
 		p.pool = p.spill(s, p.pool)
 	}
-	best := p.pool[0]
-	for _, i := range p.pool[1:] {
-		if queueLen(&s.Endpoints[i]) < queueLen(&s.Endpoints[best]) {
-			best = i
+	return Decision{Index: p.shortestQueue(s), Reason: reason}, nil
+}
+
+// shortestQueue returns the replica of p.pool below MaxOngoingRequests (all of them when none
+// is) with the smallest queue, ties at random.
+func (p *PrefixTree) shortestQueue(s *Snapshot) int {
+	open := 0
+	for _, i := range p.pool {
+		if queueLen(&s.Endpoints[i]) < p.cfg.MaxOngoingRequests {
+			open++
 		}
 	}
-	return Decision{Index: best, Reason: reason}, nil
+	best, ties := -1, 0
+	for _, i := range p.pool {
+		q := queueLen(&s.Endpoints[i])
+		switch {
+		case open > 0 && q >= p.cfg.MaxOngoingRequests:
+		case best < 0 || q < queueLen(&s.Endpoints[best]):
+			best, ties = i, 1
+		case q == queueLen(&s.Endpoints[best]):
+			if ties++; p.rng.IntN(ties) == 0 {
+				best = i
+			}
+		}
+	}
+	return best
 }
 
 // rayMatchRate is the newest Ray's match rate: the characters matched past the key prefix
@@ -196,45 +231,75 @@ func rayMatchRate(key string, prefix, matched int) float64 {
 }
 
 // spill is Ray's _get_spill_replicas for a LoRA request: when the chosen replicas' smallest
-// queue is more than MultiplexSpillThreshold above the least busy candidate's, the candidates
-// within the threshold of the least busy replace them. Ray also offers the replicas with the
-// fewest adapters loaded; kvroute's endpoints serve a fixed set of adapters, so only the
-// eligible candidates are offered.
+// cached queue is more than MultiplexSpillThreshold above the least busy of the spill pool,
+// the pool's replicas within the threshold of the least busy replace them. The pool is the
+// candidates plus the replicas with the fewest multiplexed models loaded; a kvroute endpoint
+// serves a fixed list of models (an empty list serves any), so the fewest-models replicas that
+// may take the request are among the candidates already. Loads are the cached queue lengths
+// (_get_cached_queue_len): the replica's reported queue, 0 once older than 10 s.
 func (p *PrefixTree) spill(s *Snapshot, chosen []int) []int {
 	chosenLoad, least := math.MaxInt, math.MaxInt
 	for _, i := range chosen {
-		chosenLoad = min(chosenLoad, queueLen(&s.Endpoints[i]))
+		chosenLoad = min(chosenLoad, cachedQueueLen(s, i))
 	}
 	for _, i := range p.cand {
-		least = min(least, queueLen(&s.Endpoints[i]))
+		least = min(least, cachedQueueLen(s, i))
 	}
 	if float64(chosenLoad-least) <= p.cfg.MultiplexSpillThreshold {
 		return chosen
 	}
 	chosen = chosen[:0]
 	for _, i := range p.cand {
-		if float64(queueLen(&s.Endpoints[i])-least) <= p.cfg.MultiplexSpillThreshold {
+		if float64(cachedQueueLen(s, i)-least) <= p.cfg.MultiplexSpillThreshold {
 			chosen = append(chosen, i)
 		}
 	}
 	return chosen
 }
 
-// powerOfTwo compares two random candidates on their queues.
+// cachedQueueLen is Ray's cached queue length of endpoint i: its scraped running + waiting
+// requests while the scrape is at most 10 s old, else 0.
+func cachedQueueLen(s *Snapshot, i int) int {
+	e := &s.Endpoints[i]
+	if e.UpdatedAt.IsZero() || s.Now.Sub(e.UpdatedAt) > rayQueueCacheTTL {
+		return 0
+	}
+	return e.Running + e.Waiting
+}
+
+// powerOfTwo compares two random candidates on their queues. A replica whose queue has reached
+// MaxOngoingRequests cannot be chosen: when both of a pair are full, Ray backs off and draws
+// another pair (select_from_candidate_replicas returns none), so pairs are drawn until one
+// holds a replica below it. When every candidate is full, the shorter queue of the first pair.
 func (p *PrefixTree) powerOfTwo(s *Snapshot, reason string) Decision {
 	if len(p.cand) == 1 {
 		return Decision{Index: p.cand[0], Reason: reason}
 	}
-	a := p.rng.IntN(len(p.cand))
-	b := p.rng.IntN(len(p.cand) - 1)
-	if b >= a {
-		b++
+	full := func(i int) bool { return queueLen(&s.Endpoints[i]) >= p.cfg.MaxOngoingRequests }
+	open := 0
+	for _, i := range p.cand {
+		if !full(i) {
+			open++
+		}
 	}
-	i, j := p.cand[a], p.cand[b]
-	if queueLen(&s.Endpoints[j]) < queueLen(&s.Endpoints[i]) {
-		i = j
+	for {
+		a := p.rng.IntN(len(p.cand))
+		b := p.rng.IntN(len(p.cand) - 1)
+		if b >= a {
+			b++
+		}
+		i, j := p.cand[a], p.cand[b]
+		switch {
+		case open > 0 && full(i) && full(j):
+			continue
+		case open > 0 && full(i):
+			i = j
+		case open > 0 && full(j):
+		case queueLen(&s.Endpoints[j]) < queueLen(&s.Endpoints[i]):
+			i = j
+		}
+		return Decision{Index: i, Reason: reason}
 	}
-	return Decision{Index: i, Reason: reason}
 }
 
 // Routed inserts the prompt into the chosen replica's tree and runs eviction when due.

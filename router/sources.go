@@ -21,13 +21,13 @@ var policyInfos = map[string]PolicyInfo{
 		Variants: []string{VTCAIBrix, VTCRealUsage + " (prompt at routing, real completion at finish; kvroute)"},
 	},
 	"prefix-tree": {
-		Source:   "Ray Serve PrefixCacheAffinityRouter (ray-project/ray master 2026: LoRA key prefix and spill; ef82d1d9 for PR #59390) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py",
-		Rule:     "replicas holding the longest character match (≥ 10% of the text, LoRA text under its adapter) else the smallest trees; the first with the shortest queue",
-		Variants: []string{PrefixTreeRayLoRA, PrefixTreeRay + " (no adapter key, no spill)", PrefixTreeRayOld + " (also: queue spread > 10 → power of two)"},
+		Source:   "Ray Serve PrefixCacheAffinityRouter (ray-project/ray master 2026: LoRA key prefix and spill; 06c16f2f after PR #59390; ef82d1d9 before it) python/ray/llm/_internal/serve/routing_policies/prefix_aware/prefix_aware_router.py, python/ray/serve/_private/request_router/request_router.py",
+		Rule:     "replicas holding the longest character match (≥ 10% of the text, LoRA text under its adapter) else the smallest trees; of those below max_ongoing_requests, the shortest queue, ties at random; a LoRA request spills by cached queue length",
+		Variants: []string{PrefixTreeRayLoRA, PrefixTreeRay + " (06c16f2f: no adapter key, no spill)", PrefixTreeRayOld + " (ef82d1d9: also queue spread > 10 → power of two)"},
 	},
 	"cache-aware": {
-		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs",
-		Rule:     "imbalanced → first least-loaded; character match rate > 0.3 → a tenant of the deepest match whatever its load; else least-loaded",
+		Source:   "SGLang sgl-model-gateway (sgl-project/sglang b93974f1) sgl-model-gateway/src/policies/cache_aware.rs; src/routers/http/router.rs (033e8423)",
+		Rule:     "over the ready workers only: imbalanced → first least-loaded; character match rate > 0.3 → a tenant of the deepest match whatever its load (not ready: it leaves the tree, the first ready worker, nothing inserted); else least-loaded",
 		Variants: []string{CacheAwareGateway, CacheAwareRouter + " (low match → smallest tree, sgl-router/src/policies/cache_aware.rs)"},
 	},
 	"prefix-score": {
@@ -45,16 +45,16 @@ var policyInfos = map[string]PolicyInfo{
 		Variants: []string{CHWBLNeutree, CHWBLKubeAI + " (xxhash ring of adapter+first 100 runes, load ≤ (T+1)/n·1.25; internal/loadbalancer/balance_chwbl.go)"},
 	},
 	"lmetric": {
-		Source: "LMetric (arXiv 2603.15202) as AIBrix ships it (vllm-project/aibrix 2519ad59) pkg/plugins/gateway/algorithms/l_metric_local.go",
-		Rule:   "lowest (pending new tokens + the request's uncached tokens) × (pending requests + 1)",
+		Source: "LMetric (arXiv 2603.15202) in AIBrix's unmerged PR #2571 (vllm-project/aibrix 2519ad59, not on main) pkg/plugins/gateway/algorithms/l_metric_local.go; table pkg/utils/prefixcacheindexer/hash.go",
+		Rule:   "lowest (pending new tokens + the request's uncached tokens) × (pending requests + 1); one table entry per block for all models; a removed pod's entries and sums kept",
 	},
 	"kv-router": {
-		Source: "NVIDIA Dynamo KV router (ai-dynamo/dynamo 07a6c9ce) lib/kv-router/src/scheduling/selector/default.rs",
-		Rule:   "lowest prefill_load_scale·max(0, prefill blocks − cached blocks) + decode blocks; softmax sampling above temperature 0",
+		Source: "NVIDIA Dynamo KV router (ai-dynamo/dynamo 07a6c9ce) lib/kv-router/src/scheduling/selector/default.rs; expiry sequences/single.rs (04df1c42)",
+		Rule:   "lowest prefill_load_scale·max(0, prefill blocks − credit·cached blocks) + decode blocks, in the workers' block size, LoRA-salted; requests older than 1 h dropped; softmax above temperature 0",
 	},
 	"token-load": {
-		Source: "llm-d optimized-baseline profile (llm-d/llm-d-router 066c20ea) scheduling/filter/prefixcacheaffinity + scorer/tokenload",
-		Rule:   "endpoints with prefix score ≥ 0.8 unless their TTFT penalty is too high; then the fewest in-flight uncached tokens",
+		Source: "llm-d optimized-baseline profile (llm-d/llm-d 0a3b0c93 guides/optimized-baseline/router) over llm-d-router v0.10.0 plugins: dataproducer/approximateprefix + inflightload, scheduling/filter/prefixcacheaffinity, scorer/tokenload",
+		Rule:   "endpoints with prefix score ≥ 0.8 unless their TTFT penalty is too high; then the fewest in-flight + own uncached tokens (whole blocks of max(64, engine block) tokens)",
 	},
 	"predicted-ttft": {
 		Source: "kvroute",

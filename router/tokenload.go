@@ -8,31 +8,34 @@ import (
 	"time"
 
 	"kvroute/router/prefix"
-	"kvroute/router/tokenize"
 )
 
-// TokenLoadConfig configures token-load, llm-d's "optimized baseline" scheduling profile
-// (llm-d/llm-d guides/optimized-baseline; plugins of llm-d/llm-d-router at 066c20ea):
+// TokenLoadConfig configures token-load, the scheduling profile of llm-d's optimized-baseline
+// guide (llm-d/llm-d guides/optimized-baseline/router/optimized-baseline.values.yaml at
+// 0a3b0c93) over the plugins of llm-d-router v0.10.0 (llm-d/llm-d-router, tag v0.10.0): the
+// approx-prefix-cache-producer and the inflight-load-producer feed the
+// prefix-cache-affinity-filter, then the token-load-scorer alone, then the max-score picker
+// (the default picker, pkg/epp/config/loader/defaults.go 179–192).
 //
 //   - prefix-cache-affinity-filter (pkg/epp/framework/plugins/scheduling/filter/
-//     prefixcacheaffinity/plugin.go): endpoints whose prefix score (matched blocks / request
-//     blocks) is at least AffinityThreshold are sticky; with none, all stay; with
+//     prefixcacheaffinity/plugin.go 165–211): endpoints whose prefix score (matched blocks /
+//     request blocks) is at least AffinityThreshold are sticky; with none, all stay; with
 //     probability ExplorationProbability the gate is skipped; if the best sticky endpoint's
 //     estimated TTFT (in-flight tokens / PeakPrefillThroughput) exceeds the best other
 //     endpoint's by more than MaxTTFTPenaltyMs, all stay. Defaults are the plugin's
-//     DefaultConfig (0.80, 0, 18,000 ms, 15,928 tokens/s).
-//   - token-load-scorer (scheduling/scorer/tokenload): 1 − min(1, in-flight tokens /
-//     QueueThresholdTokens), threshold 4,194,304 (128 requests × 32K).
+//     DefaultConfig (0.80, 0, 18,000 ms, 15,928 tokens/s; lines 93–101).
+//   - token-load-scorer (scheduling/scorer/tokenload/token_load.go 93–130): 1 − min(1, load /
+//     QueueThresholdTokens), load = the endpoint's in-flight tokens + this request's uncached
+//     tokens on that endpoint; threshold 4,194,304 (128 requests × 32K).
 //   - max-score-picker: the highest score, ties at random.
 //
 // In-flight tokens are the router's own (requestcontrol/dataproducer/inflightload
-// producer.go): each routed request adds its prompt tokens minus the prefix the endpoint
-// matched, and with addEstimatedOutputTokens off (the default) they are released at the
-// first token (StartOfStream); callers that do not report first tokens release them at the
-// end. The prefix match is the approximate prefix producer's: chained hashes of 64-token
-// blocks (llm-d-router v0.10.0 dataproducer/prefixhash: blocks of at least 64 tokens, the
-// trailing partial block hashed, model in the first hash) in a per-endpoint LRU of 31,250
-// blocks; without token ids, 64 × 4 characters stand for a block.
+// producer.go): a request's uncached tokens on an endpoint are its unmatched indexed blocks,
+// each a whole block, plus any tokens past the indexed ones (uncachedInputTokens 610–639);
+// routing adds them to the endpoint (PreRequest 393–472) and, with addEstimatedOutputTokens
+// off (the default), the first token releases them (ResponseBody 511–526); callers that do
+// not report first tokens release them at the end. The prefix producer is approxPrefix:
+// blocks of max(64, engine block size) tokens, at most MaxPrefixTokens tokens hashed.
 type TokenLoadConfig struct {
 	// AffinityThreshold is the prefix score (matched blocks / request blocks, in [0, 1]) at
 	// which an endpoint is sticky (0.80; 0 turns the affinity filter off).
@@ -50,17 +53,26 @@ type TokenLoadConfig struct {
 	// QueueThresholdTokens is the in-flight token count at which the token-load score
 	// reaches 0 (4,194,304).
 	QueueThresholdTokens int64 `json:"queue_threshold_tokens"`
-	// BlockSizeTokens is the prefix index's block size in tokens (64).
+	// BlockSizeTokens is the producer's block size when auto-tuning has no engine block size
+	// (16); a block is never below 64 tokens (approximateprefix/plugin.go 52, 353–355).
 	BlockSizeTokens int `json:"block_size_tokens"`
-	// LRUCapacityPerServer is an endpoint's prefix index capacity in blocks (31,250).
+	// LRUCapacityPerServer is an endpoint's index capacity in blocks when auto-tuning has no
+	// num_gpu_blocks (31,250).
 	LRUCapacityPerServer int `json:"lru_capacity_per_server"`
+	// AutoTune takes the block size from the first candidate's engine block size and each
+	// endpoint's index capacity from its num_gpu_blocks (true).
+	AutoTune bool `json:"auto_tune"`
+	// MaxPrefixTokens caps the tokens hashed per request; 0 hashes the whole prompt (131,072).
+	MaxPrefixTokens int `json:"max_prefix_tokens_to_match"`
 }
 
-// DefaultTokenLoadConfig returns the llm-d plugin defaults.
+// DefaultTokenLoadConfig returns the llm-d-router v0.10.0 plugin defaults
+// (approximateprefix/types.go 99–165 for the producer).
 func DefaultTokenLoadConfig() TokenLoadConfig {
 	return TokenLoadConfig{
 		AffinityThreshold: 0.80, MaxTTFTPenaltyMs: 18000, PeakPrefillThroughput: 15928,
-		QueueThresholdTokens: 4194304, BlockSizeTokens: 64, LRUCapacityPerServer: 31250,
+		QueueThresholdTokens: 4194304, BlockSizeTokens: 16, LRUCapacityPerServer: prefix.DefaultIndexCapacity,
+		AutoTune: true, MaxPrefixTokens: llmdMaxPrefixTokens,
 	}
 }
 
@@ -85,6 +97,9 @@ func (c TokenLoadConfig) Validate() error {
 		errs = append(errs, fmt.Errorf("queue_threshold_tokens %d, block_size_tokens %d, lru_capacity_per_server %d: want > 0",
 			c.QueueThresholdTokens, c.BlockSizeTokens, c.LRUCapacityPerServer))
 	}
+	if c.MaxPrefixTokens < 0 {
+		errs = append(errs, fmt.Errorf("max_prefix_tokens_to_match %d: want >= 0", c.MaxPrefixTokens))
+	}
 	return errors.Join(errs...)
 }
 
@@ -104,7 +119,7 @@ func NewTokenLoad(cfg TokenLoadConfig, rng *rand.Rand) (*TokenLoad, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("router: token-load: %w", err)
 	}
-	ap, err := newApproxPrefix(cfg.BlockSizeTokens, cfg.LRUCapacityPerServer)
+	ap, err := newApproxPrefix(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("router: token-load: %w", err)
 	}
@@ -157,10 +172,27 @@ func (t *TokenLoadScorer) inFlight(endpoint string) int64 {
 	return 0
 }
 
-// Score writes 1 − min(1, in-flight tokens / threshold).
-func (t *TokenLoadScorer) Score(_ *Request, s *Snapshot, cand []int, out []float64) {
+// Score writes 1 − min(1, (in-flight tokens + the request's uncached tokens) / threshold).
+func (t *TokenLoadScorer) Score(req *Request, s *Snapshot, cand []int, out []float64) {
+	n := inputTokens(req)
+	total := 0
+	if t.prefix != nil {
+		if !t.prefix.prepared {
+			t.prefix.prepare(s, cand)
+		}
+		t.prefix.prepared = false
+		n = t.prefix.inputTokens(req)
+		total = t.prefix.match(req, s.Seq)
+	}
 	for k, i := range cand {
-		out[k] = 1 - math.Min(1, float64(t.inFlight(s.Endpoints[i].ID))/float64(t.threshold))
+		id := s.Endpoints[i].ID
+		load := t.inFlight(id)
+		if t.prefix != nil {
+			load += t.prefix.uncached(n, total, id)
+		} else {
+			load += n
+		}
+		out[k] = 1 - math.Min(1, float64(load)/float64(t.threshold))
 	}
 }
 
@@ -178,7 +210,8 @@ func (t *TokenLoadScorer) Routed(req *Request, d Decision, endpoint string, _ ti
 	id := t.ids.id(endpoint)
 	n := inputTokens(req)
 	if t.prefix != nil {
-		n -= min(n, t.prefix.matchedTokens(req, d.Seq, endpoint))
+		n = t.prefix.inputTokens(req)
+		n = t.prefix.uncached(n, t.prefix.match(req, d.Seq), endpoint)
 		t.prefix.add(req, d.Seq, endpoint)
 	}
 	t.load.add(req.ID, id, n, nil, nil)
@@ -212,6 +245,7 @@ type affinityFilter struct {
 
 // Filter keeps the sticky candidates unless the gate is skipped or broken.
 func (f *affinityFilter) Filter(req *Request, s *Snapshot, cand []int) []int {
+	f.prefix.prepare(s, cand)
 	if len(cand) <= 1 || f.cfg.AffinityThreshold <= 0 {
 		return cand
 	}
@@ -243,78 +277,4 @@ func (f *affinityFilter) Filter(req *Request, s *Snapshot, cand []int) []int {
 		}
 	}
 	return out
-}
-
-// approxPrefix is the approximate prefix producer: chained block hashes per request, a
-// per-endpoint LRU index of the blocks routed there.
-type approxPrefix struct {
-	block int
-	ids   interner
-	index *prefix.Index
-	count []int
-	memo  hashMemo
-}
-
-func newApproxPrefix(block, capacity int) (*approxPrefix, error) {
-	index, err := prefix.NewIndex(capacity)
-	if err != nil {
-		return nil, err
-	}
-	return &approxPrefix{block: block, ids: newInterner(), index: index}, nil
-}
-
-// hashes returns the request's block hashes: token blocks when token ids are known, else
-// chunks of block × 4 characters; the trailing partial block included.
-func (a *approxPrefix) hashes(req *Request, seq uint64) []uint64 {
-	h, _ := a.memo.get(seq, func(dst []uint64, buf []byte) ([]uint64, []byte, error) {
-		seed := prefix.Seed(req.Model, req.Adapter)
-		if len(req.Tokens) > 0 {
-			buf = tokenize.AppendTokenBytes(buf[:0], req.Tokens)
-			return prefix.ChainHash(dst[:0], seed, buf, a.block*4, 0, true), buf, nil
-		}
-		return prefix.ChainHashString(dst[:0], seed, req.Prompt, a.block*4, 0, true), buf, nil
-	})
-	return h
-}
-
-// scores writes matched blocks / request blocks per candidate.
-func (a *approxPrefix) scores(req *Request, s *Snapshot, cand []int, out []float64) {
-	clear(out)
-	hs := a.hashes(req, s.Seq)
-	if len(hs) == 0 {
-		return
-	}
-	a.count = resize(a.count, a.ids.size())
-	a.index.Match(hs, a.count)
-	for k, i := range cand {
-		if id, ok := a.ids.lookup(s.Endpoints[i].ID); ok {
-			out[k] = float64(a.count[id]) / float64(len(hs))
-		}
-	}
-}
-
-// matchedTokens is how many of the request's tokens endpoint holds, in whole blocks.
-func (a *approxPrefix) matchedTokens(req *Request, seq uint64, endpoint string) int64 {
-	id, ok := a.ids.lookup(endpoint)
-	hs := a.hashes(req, seq)
-	if !ok || len(hs) == 0 {
-		return 0
-	}
-	a.count = resize(a.count, a.ids.size())
-	a.index.Match(hs, a.count)
-	return int64(a.count[id] * a.block)
-}
-
-// add records the request's blocks on endpoint.
-func (a *approxPrefix) add(req *Request, seq uint64, endpoint string) {
-	if hs := a.hashes(req, seq); len(hs) > 0 {
-		a.index.Add(hs, a.ids.id(endpoint))
-	}
-}
-
-// remove drops endpoint's index.
-func (a *approxPrefix) remove(endpoint string) {
-	if id, ok := a.ids.lookup(endpoint); ok {
-		a.index.RemoveEndpoint(id)
-	}
 }
