@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"kvroute/results"
@@ -94,15 +95,19 @@ var policyColumns = []string{"ttft_ms_p99", "ttft_ms_p50", "tpot_ms_p99", "windo
 func writePolicies(b *strings.Builder, plan []groupPlan) {
 	b.WriteString(SectionPolicies + "\n\nLatencies: geometric mean over replications [95% interval]; the others: mean " +
 		"[95% interval]. Throughput: completed requests per second of the arrival window.\n\n| group | rate | policy | replications |")
-	for _, k := range policyColumns {
+	columns := policyColumns
+	if !anyTenants(plan) { // Jain's index over one tenant is 1 by definition
+		columns = slices.DeleteFunc(slices.Clone(columns), func(k string) bool { return k == "jain_fairness" })
+	}
+	for _, k := range columns {
 		b.WriteString(" " + metric(k).title + " |")
 	}
-	b.WriteString("\n|---|---:|---|---:|" + strings.Repeat("---:|", len(policyColumns)) + "\n")
+	b.WriteString("\n|---|---:|---|---:|" + strings.Repeat("---:|", len(columns)) + "\n")
 	for gi := range plan {
 		for _, l := range plan[gi].levels {
 			for _, c := range l.cells {
 				fmt.Fprintf(b, "| %s | %s | %s | %d |", md(plan[gi].name), l.key, md(c.variant), len(c.runs))
-				for _, k := range policyColumns {
+				for _, k := range columns {
 					m := metric(k)
 					cell := "—"
 					if iv, ok := c.interval(m); ok {
@@ -115,6 +120,18 @@ func writePolicies(b *strings.Builder, plan []groupPlan) {
 		}
 	}
 	b.WriteString("\n")
+}
+
+// anyTenants reports whether some run of the plan served two tenants or more.
+func anyTenants(plan []groupPlan) bool {
+	for gi := range plan {
+		for _, l := range plan[gi].levels {
+			if flood, others := tenantsOf(l); flood != "" || len(others) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // writeRunsTable writes the key metrics, one row per run, grouped as the plan is.

@@ -124,8 +124,11 @@ func TestReportStructure(t *testing.T) {
 		last = i
 	}
 	policies := report[strings.Index(report, SectionPolicies):strings.Index(report, SectionRuns)]
-	if n := len(regexp.MustCompile(`\d \[[-\d.,]+, [-\d.,]+( ms| req/s)?\]`).FindAllString(policies, -1)); n < 4*3 {
-		t.Errorf("policies table has %d intervals, want at least 12:\n%s", n, policies)
+	if n := len(regexp.MustCompile(`\d( ms| req/s)? \[[-\d.,]+, [-\d.,]+( ms| req/s)?\]`).FindAllString(policies, -1)); n < 4*6 {
+		t.Errorf("policies table has %d intervals, want at least 24 (4 rows of 6 metrics):\n%s", n, policies)
+	}
+	if strings.Contains(policies, "Jain's index") {
+		t.Errorf("policies table of a one-tenant sweep has a Jain's index column:\n%s", policies)
 	}
 	imgs := reportImage.FindAllStringSubmatch(report, -1)
 	if len(imgs) == 0 {
