@@ -118,7 +118,14 @@ func (c *cell) interval(m metricDef) (stats.Interval, bool) {
 	if m.ratio {
 		return stats.GeoMeanCI(v), true
 	}
-	return stats.MeanCI(v), true
+	// The other metrics are counts, rates and fractions: the interval of their mean is cut to
+	// the values the mean can take, so it never reads "-6.77 preemptions" or a hit rate above 1.
+	iv := stats.MeanCI(v)
+	iv.Lo = max(iv.Lo, 0)
+	if m.key == "hit_rate" || m.key == "jain_fairness" {
+		iv.Hi = min(iv.Hi, 1)
+	}
+	return iv, true
 }
 
 // paired returns the metric's values in a and b over the replications both have.
