@@ -30,8 +30,9 @@ type shardDir struct {
 // or seeds, of different shard counts, duplicated or missing shards, and shards with runs
 // missing.
 func mergeShards(out string, dirs []string) error {
-	if len(dirs) == 0 {
-		return errors.New("merge: no shard directories given")
+	dirs, err := shardDirs(dirs)
+	if err != nil {
+		return err
 	}
 	shards := make([]shardDir, len(dirs))
 	for i, d := range dirs {
@@ -58,6 +59,30 @@ func mergeShards(out string, dirs []string) error {
 		return fmt.Errorf("merge: %w", err)
 	}
 	return mergeRequests(out, shards)
+}
+
+// shardDirs expands the arguments of -merge: a shard directory stands for itself, and a
+// directory without shard.json for its subdirectories that hold one (where -shard writes
+// by default, out/<name>/shard-i-of-n, or a Job's shared volume).
+func shardDirs(args []string) ([]string, error) {
+	var dirs []string
+	for _, a := range args {
+		if _, err := os.Stat(filepath.Join(a, ShardFile)); err == nil {
+			dirs = append(dirs, a)
+			continue
+		}
+		subs, err := filepath.Glob(filepath.Join(a, "*", ShardFile))
+		if err != nil || len(subs) == 0 {
+			return nil, fmt.Errorf("merge: %s: no %s in it or its subdirectories: not the output of a -shard run", a, ShardFile)
+		}
+		for _, s := range subs {
+			dirs = append(dirs, filepath.Dir(s))
+		}
+	}
+	if len(dirs) == 0 {
+		return nil, errors.New("merge: no shard directories given")
+	}
+	return dirs, nil
 }
 
 // readShardDir reads a shard's manifest and configuration, and checks that the

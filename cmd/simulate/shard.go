@@ -140,7 +140,7 @@ func joinShardParts(dir string, jobs []sweep.Job, runs []results.Run, m *shardMa
 
 // shardFlags defines -shard, -plan, -plan-wall and -merge.
 func shardFlags(fs *flag.FlagSet, o *options) {
-	fs.Func("shard", "i/n: run only the plan's runs whose index mod n is i, writing them and shard.json to -out "+
+	fs.Func("shard", "`i/n`: run only the plan's runs whose index mod n is i, writing them and shard.json to -out "+
 		"(default out/<name>/shard-i-of-n) for -merge", func(s string) error {
 		sh, err := sweep.ParseShard(s)
 		o.shard = sh
@@ -149,8 +149,8 @@ func shardFlags(fs *flag.FlagSet, o *options) {
 	fs.BoolVar(&o.plan, "plan", false, "print the number of runs, their CPU time estimated from a short probe run on this machine, "+
 		"and the shards that finish within -plan-wall; runs nothing else")
 	fs.DurationVar(&o.planWall, "plan-wall", time.Hour, "the wall time -plan sizes the shard count for")
-	fs.BoolVar(&o.merge, "merge", false, "join the shard directories given as arguments (simulate -merge -out DIR SHARD...) "+
-		"into one results directory, as the unsharded sweep writes it")
+	fs.BoolVar(&o.merge, "merge", false, "join the shard directories given as arguments, or those under a directory given (simulate -merge -out DIR SHARD...), "+
+		"into the results directory the unsharded sweep writes")
 }
 
 // writeOutput writes the results of runs (runs[k] of jobs[k]): a results directory, or a

@@ -64,11 +64,14 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 	tmp := t.TempDir()
 	whole := filepath.Join(tmp, "whole")
 	simulate(t, 0, "-config", shardSweep, "-out", whole)
-	for _, n := range []int{3, 9} { // 9 shards of 8 runs: one shard has none
+	for _, n := range []int{3, 9} { // 9 shards of 8 runs: one has none; merged from their parent
 		t.Run(fmt.Sprint("shards=", n), func(t *testing.T) {
 			dir := filepath.Join(tmp, fmt.Sprint(n))
 			shards := runShards(t, dir, shardSweep, n)
-			merged := filepath.Join(dir, "merged")
+			merged := filepath.Join(tmp, fmt.Sprint("merged", n))
+			if n > 3 {
+				shards = []string{dir} // their parent directory stands for them
+			}
 			simulate(t, 0, append([]string{"-merge", "-out", merged}, shards...)...)
 			want, got := readTree(t, whole), readTree(t, merged)
 			if diff := cmp.Diff(slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got))); diff != "" {
@@ -117,7 +120,8 @@ func TestMergeRefuses(t *testing.T) {
 		{"other shard count", []string{s[0], two[1], s[2]}, "one sweep has one shard count"},
 		{"unfinished shard", []string{s[0], incomplete, s[2]}, "did not finish 1 of its 3 runs"},
 		{"config edited", []string{s[0], edited, s[2]}, "config.yaml has changed"},
-		{"not a shard", []string{s[0], tmp}, "not the output of a -shard run"},
+		{"not a shard", []string{s[0], t.TempDir()}, "not the output of a -shard run"},
+		{"parent of shards, and one again", []string{filepath.Join(tmp, "a"), s[2]}, "shard 2/3 given twice"},
 		{"nothing", nil, "no shard directories"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
