@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"time"
 
@@ -15,8 +16,8 @@ import (
 // Probe sizes: the probe simulates probeFraction of the representative run's requests, at
 // least probeMinRequests (all of them when it has fewer).
 const (
-	probeFraction    = 0.02
-	probeMinRequests = 200
+	probeFraction    = 0.05
+	probeMinRequests = 500
 )
 
 // runCost is a run's estimated size in requests.
@@ -33,7 +34,6 @@ type planEstimate struct {
 	probeReqs   int           // requests the probe simulated
 	probeCPU    time.Duration // its CPU time
 	perRequest  time.Duration // CPU time per simulated request
-	perRun      time.Duration // CPU time a run takes whatever its size (setup)
 	totalCPU    time.Duration
 	longest     time.Duration // the costliest run's CPU time
 	shards      int           // 0: no shard count finishes within the wall time
@@ -71,7 +71,7 @@ func estimatePlan(ctx context.Context, plan []sweep.Job, parallel int, wall time
 	}
 	costs := make([]time.Duration, len(plan))
 	for i, r := range est.runs {
-		costs[i] = est.perRun + time.Duration(r.requests*float64(est.perRequest))
+		costs[i] = time.Duration(r.requests * float64(est.perRequest))
 		est.totalCPU += costs[i]
 		est.longest = max(est.longest, costs[i])
 	}
@@ -96,34 +96,33 @@ func costOf(j sweep.Job) runCost {
 	return runCost{job: j, requests: max(n, 1)}
 }
 
-// runProbe simulates the probe run three times: a tenth of it to warm the process (code,
-// tokenizer, heap), then all of it and half of it, whose difference is the CPU time per
-// request and whose remainder the setup of a run.
+// probeRepeats is how many times the probe is measured: the least CPU time is the one
+// least disturbed by other work on the machine.
+const probeRepeats = 3
+
+// runProbe simulates the probe run after a tenth of it has warmed the process (code,
+// tokenizer, heap), probeRepeats times, each after a collection so that none pays for
+// garbage of the one before, and keeps the least CPU time per request.
 func (e *planEstimate) runProbe(ctx context.Context, probe sweep.Job) error {
 	measure := func(n int) (int, time.Duration, error) {
 		j := probe
 		j.Point.Requests = max(n, 1)
+		runtime.GC()
 		cpu0 := processCPU()
 		run, err := j.Execute(ctx, nil, func() {})
 		return max(run.Metrics.Requests, 1), processCPU() - cpu0, err
 	}
-	full := probe.Point.Requests
-	if _, _, err := measure(full / 10); err != nil {
+	if _, _, err := measure(probe.Point.Requests / 10); err != nil {
 		return err
 	}
-	nh, ch, err := measure(full / 2)
-	if err != nil {
-		return err
-	}
-	n, c, err := measure(full)
-	if err != nil {
-		return err
-	}
-	e.probe, e.probeReqs, e.probeCPU = probe, n, c
-	e.perRequest = c / time.Duration(n)
-	if n > nh && c > ch {
-		e.perRequest = (c - ch) / time.Duration(n-nh)
-		e.perRun = max(c-e.perRequest*time.Duration(n), 0)
+	for i := range probeRepeats {
+		n, c, err := measure(probe.Point.Requests)
+		if err != nil {
+			return err
+		}
+		if per := c / time.Duration(n); i == 0 || per < e.perRequest {
+			e.probe, e.probeReqs, e.probeCPU, e.perRequest = probe, n, c, per
+		}
 	}
 	return nil
 }
@@ -184,8 +183,8 @@ func (e planEstimate) print(w io.Writer, parallel int, wall time.Duration) {
 	if len(e.runs) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "probe: %d requests of run %q took %v of CPU (%v per request, %v per run)\n",
-		e.probeReqs, e.probe.Name, e.probeCPU.Round(time.Millisecond), e.perRequest.Round(time.Microsecond), e.perRun.Round(time.Microsecond))
+	fmt.Fprintf(w, "probe: %d requests of run %q took %v of CPU (%v per request)\n",
+		e.probeReqs, e.probe.Name, e.probeCPU.Round(time.Millisecond), e.perRequest.Round(time.Microsecond))
 	fmt.Fprintf(w, "estimated CPU time: %v in all, %v for the longest run\n", round(e.totalCPU), round(e.longest))
 	if e.shards == 0 {
 		fmt.Fprintf(w, "shards: none finishes within %v: the longest run alone takes about %v\n", wall, round(e.longest))
