@@ -28,37 +28,37 @@ type shardDir struct {
 // mergeShards joins the shard directories into one results directory at out, the files
 // the unsharded sweep writes, byte for byte. It refuses shards of different configurations
 // or seeds, of different shard counts, duplicated or missing shards, and shards with runs
-// missing.
-func mergeShards(out string, dirs []string) error {
+// missing. It returns the number of shards merged.
+func mergeShards(out string, dirs []string) (int, error) {
 	dirs, err := shardDirs(dirs)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	shards := make([]shardDir, len(dirs))
 	for i, d := range dirs {
 		if same, _ := sameDir(d, out); same {
-			return fmt.Errorf("merge: -out %s is one of the shard directories", out)
+			return 0, fmt.Errorf("merge: -out %s is one of the shard directories", out)
 		}
 		s, err := readShardDir(d)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		shards[i] = s
 	}
 	if err := checkShards(shards); err != nil {
-		return err
+		return 0, err
 	}
 	runs, err := mergedRuns(shards)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
-		return fmt.Errorf("merge: %w", err)
+		return 0, fmt.Errorf("merge: %w", err)
 	}
 	if err := report.WriteDir(out, runs, shards[0].cfg); err != nil {
-		return fmt.Errorf("merge: %w", err)
+		return 0, fmt.Errorf("merge: %w", err)
 	}
-	return mergeRequests(out, shards)
+	return len(shards), mergeRequests(out, shards)
 }
 
 // shardDirs expands the arguments of -merge: a shard directory stands for itself, and a
@@ -278,10 +278,11 @@ func runMerge(o options, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "simulate: merge: -out is required: the directory the merged results go to")
 		return 2
 	}
-	if err := mergeShards(o.out, o.dirs); err != nil {
+	n, err := mergeShards(o.out, o.dirs)
+	if err != nil {
 		fmt.Fprintln(stderr, "simulate:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "merged %d shards into %s\n", len(o.dirs), o.out)
+	fmt.Fprintf(stdout, "merged %d shards into %s\n", n, o.out)
 	return 0
 }

@@ -72,7 +72,9 @@ func TestShardsMergeToTheUnshardedRun(t *testing.T) {
 			if n > 3 {
 				shards = []string{dir} // their parent directory stands for them
 			}
-			simulate(t, 0, append([]string{"-merge", "-out", merged}, shards...)...)
+			if out := simulate(t, 0, append([]string{"-merge", "-out", merged}, shards...)...); !strings.Contains(out, fmt.Sprintf("merged %d shards", n)) {
+				t.Errorf("-merge says %q, want %d shards merged", out, n)
+			}
 			want, got := readTree(t, whole), readTree(t, merged)
 			if diff := cmp.Diff(slices.Sorted(maps.Keys(want)), slices.Sorted(maps.Keys(got))); diff != "" {
 				t.Fatalf("files (-whole +merged):\n%s", diff)
