@@ -44,6 +44,10 @@ type planEstimate struct {
 // runPlan is simulate -plan: it probes one representative run and prints the sweep's size,
 // its estimated CPU time and the shard count that finishes within -plan-wall.
 func runPlan(ctx context.Context, points []sweep.Point, o options, stdout io.Writer, log *slog.Logger) int {
+	if o.planWall <= 0 {
+		log.Error("plan: -plan-wall must be positive", "got", o.planWall)
+		return 2
+	}
 	est, err := estimatePlan(ctx, sweep.Plan(points), o.parallel, o.planWall)
 	if err != nil {
 		log.Error("plan: the probe run failed", "err", err)

@@ -206,4 +206,7 @@ func TestPlan(t *testing.T) {
 	if _, err := os.Stat(out); err == nil {
 		t.Error("-plan wrote a results directory")
 	}
+	if got := simulate(t, 2, "-config", shardSweep, "-plan", "-plan-wall", "0s"); !strings.Contains(got, "must be positive") {
+		t.Errorf("-plan-wall 0s: %q", got)
+	}
 }
