@@ -13,4 +13,7 @@
 // into engine configurations by ReplicaConfig.Engine), read by sweep files, cmd/emulate -fleet
 // and cmd/route's hardware section; and the derivation of a policy's seed from a master seed
 // (RouterSeed).
+//
+// A plan's runs are independent: Shard deals them round-robin to n parts that run on
+// separate machines (cmd/simulate -shard) and merge into the results one machine writes.
 package sweep

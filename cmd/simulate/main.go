@@ -16,7 +16,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"syscall"
@@ -51,16 +50,28 @@ type options struct {
 	config, out string
 	list, quiet bool
 	parallel    int
+	shard       sweep.Shard   // -shard: the part of the plan to run (shard.go)
+	plan        bool          // -plan: print the plan's size and cost (plan.go)
+	planWall    time.Duration // -plan-wall: the wall time -plan sizes the shards for
+	merge       bool          // -merge: join the shard directories in dirs (merge.go)
+	dirs        []string
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	op, fs := newFlags(stderr)
-	if err := fs.Parse(args); err != nil {
-		return *op, err
+	var rest []string
+	for { // flags may follow arguments: simulate -merge SHARD... -out DIR
+		if err := fs.Parse(args); err != nil {
+			return *op, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		rest, args = append(rest, fs.Arg(0)), fs.Args()[1:]
 	}
 	o := *op
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	if o.dirs = rest; len(rest) > 0 && !o.merge {
+		return o, fmt.Errorf("unexpected arguments: %v", rest)
 	}
 	o.parallel = max(o.parallel, 1)
 	return o, nil
@@ -76,6 +87,7 @@ func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
 	fs.BoolVar(&o.list, "list", false, "list policies, GPUs, models and workload kinds, then exit")
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "runs simulated at once")
+	shardFlags(fs, o)
 	return o, fs
 }
 
@@ -88,6 +100,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	if o.merge {
+		return runMerge(o, stdout, stderr)
+	}
 	if o.list {
 		printList(stdout)
 		return 0
@@ -106,13 +121,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if o.out == "" {
-		o.out = filepath.Join("out", points[0].Name)
+		o.out = defaultOut(points[0].Name, o.shard)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if o.plan {
+		return runPlan(ctx, points, o, stdout, log)
+	}
 	start := time.Now()
-	runs, err := runSweep(ctx, sweep.Plan(points), o, stderr, log)
-	if werr := writeResults(o.out, runs, points); werr != nil {
+	plan := sweep.Plan(points)
+	jobs := o.shard.Jobs(plan)
+	runs, err := runSweep(ctx, jobs, o, stderr, log)
+	if werr := writeOutput(o, len(plan), jobs, runs, points); werr != nil {
 		log.Error("writing results", "dir", o.out, "err", werr)
 		return 1
 	}
