@@ -307,7 +307,7 @@ func (s *Sim) firstTokenBack(f *flight, at sim.Time) {
 // kvEvent forwards replica i's KV event to every router whose policy reads the caches,
 // Routers.EventDelay later.
 func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
-	ev.Tokens = nil // valid only during the hook; the routers need only the hash
+	ev.Tokens = nil                                 // valid only during the hook; the routers need only the hash
 	if ev.Stored && ev.Medium == engine.MediumGPU { // batches index the GPU cache only
 		s.batchStored(i, ev)
 	}

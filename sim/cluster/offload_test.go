@@ -17,7 +17,7 @@ func (l *kvLog) BlockStored(ep string, h uint64, medium string) {
 func (l *kvLog) BlockRemoved(ep string, h uint64, medium string) {
 	*l = append(*l, "removed "+medium)
 }
-func (l *kvLog) AllBlocksCleared(ep string)                      { *l = append(*l, "cleared") }
+func (l *kvLog) AllBlocksCleared(ep string) { *l = append(*l, "cleared") }
 
 // TestApplyKVForwardsTiers checks that each event reaches the policies in its own tier: the
 // CPU tier's stores and removals as CPU, never as GPU ones.
