@@ -37,7 +37,7 @@ func (g *Gateway) registerKVMetrics() error {
 		stat("events_total", "KV events applied to the index.", func(s kvevents.Stats) uint64 { return s.Events }),
 		stat("batches_dropped_total", "KV event messages dropped whole: undecodable, over a limit, or malformed frames.", func(s kvevents.Stats) uint64 { return s.Dropped }),
 		stat("events_unknown_total", "KV events of unknown types, skipped.", func(s kvevents.Stats) uint64 { return s.Unknown }),
-		stat("events_skipped_total", "KV events the index cannot use: another block size, an unseen parent, an offload tier.", func(s kvevents.Stats) uint64 { return s.Skipped }),
+		stat("events_skipped_total", "KV events the index cannot use: another block size, an unseen parent, a token-less store of unknown blocks.", func(s kvevents.Stats) uint64 { return s.Skipped }),
 		stat("gaps_total", "Sequence gaps in a replica's event stream.", func(s kvevents.Stats) uint64 { return s.Gaps }),
 		stat("replayed_total", "Batches recovered from a replica's replay endpoint.", func(s kvevents.Stats) uint64 { return s.Replayed }),
 		stat("restarts_total", "Replica restarts seen (sequence numbers going back); the replica's index starts clean.", func(s kvevents.Stats) uint64 { return s.Restarts }),
