@@ -111,7 +111,7 @@ var (
 		"1 when the backend's cache index missed KV events it could not replay or load (a gap, or a late start without a snapshot), until it restarts or clears its cache, else 0.",
 		[]string{"backend"}, nil)
 	blocksDesc = prometheus.NewDesc("kvroute_gateway_kv_index_blocks",
-		"Blocks the cache index holds for the backend: what its KV events say its GPU prefix cache holds.",
+		"Blocks the cache index holds for the backend, in any tier: what its KV events say its prefix cache and offload tiers hold.",
 		[]string{"backend"}, nil)
 	behindDesc = prometheus.NewDesc("kvroute_gateway_kv_index_behind_messages",
 		"KV event messages of the backend the index lacked when its first one arrived: the history a late start missed (0 after a complete start or a peer snapshot with no gap).",
