@@ -243,3 +243,9 @@ func (x *Holders) WeightedRun(hashes []uint64, run []int, weight func(tag uint8)
 		}
 	}
 }
+
+// Holds reports whether endpoint ep has an entry for block h.
+func (x *Holders) Holds(h uint64, ep int32) bool {
+	i, ok := x.byHash.Get(h)
+	return ok && x.slots[i].set.has(ep)
+}
