@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,9 +39,22 @@ import (
 // every 30 s (sequences/single.rs at 04df1c42, lines 41 and 45: EXPIRY_DURATION 3,600 s,
 // CHECK_EXPIRY_FREQUENCY 30 s; add_request_with_prefill_tracking calls force_expiry first).
 //
+// Lower tiers: a worker's blocks in its CPU tier (vLLM's medium "CPU", Dynamo's host-pinned
+// tier) and on disk ("DISK") are credited too, each at its weight:
+//
+//	overlap credit = overlap_score_credit × device + host_cache_hit_weight × host
+//	                 + disk_cache_hit_weight × disk
+//
+// (default.rs worker_logit; weights 0.75 and 0.25, config.rs default_host_cache_hit_weight,
+// default_disk_cache_hit_weight), where host is the run of the request's blocks the worker
+// holds in its CPU tier from the block its device run ended at, and disk the run on disk from
+// where that ended: Dynamo's query_lower_tiers seeds each worker's walk of the next tier with
+// its match depth in the one before (lib/kv-router/src/indexer, lower_tier_query_order
+// HostPinned → Disk → External).
+//
 // Not modelled: the router queue (router_queue_threshold 16 holds requests in the router
-// when every worker is past that fraction of max_num_batched_tokens), host/disk/shared cache
-// tiers, output-block tracking (off by default) and the overlap credit decay (off).
+// when every worker is past that fraction of max_num_batched_tokens), the shared cache tier,
+// output-block tracking (off by default) and the overlap credit decay (off).
 type KVRouterConfig struct {
 	// BlockSize is the KV block size in tokens when no worker reports one (vLLM's default 16).
 	BlockSize int `json:"block_size"`
@@ -51,11 +65,16 @@ type KVRouterConfig struct {
 	PrefillLoadScale float64 `json:"prefill_load_scale"`
 	// Temperature is router_temperature: 0 is argmin, above 0 softmax sampling (0).
 	Temperature float64 `json:"router_temperature"`
+	// HostCacheHitWeight and DiskCacheHitWeight credit a block held in the CPU tier (0.75)
+	// or on disk (0.25) beyond the device run.
+	HostCacheHitWeight float64 `json:"host_cache_hit_weight"`
+	DiskCacheHitWeight float64 `json:"disk_cache_hit_weight"`
 }
 
 // DefaultKVRouterConfig returns Dynamo's defaults.
 func DefaultKVRouterConfig() KVRouterConfig {
-	return KVRouterConfig{BlockSize: 16, OverlapScoreCredit: 1, PrefillLoadScale: 1}
+	return KVRouterConfig{BlockSize: 16, OverlapScoreCredit: 1, PrefillLoadScale: 1,
+		HostCacheHitWeight: 0.75, DiskCacheHitWeight: 0.25}
 }
 
 // Validate checks ranges.
@@ -69,6 +88,14 @@ func (c KVRouterConfig) Validate() error {
 	}
 	if !(c.PrefillLoadScale >= 0) || math.IsInf(c.PrefillLoadScale, 0) {
 		errs = append(errs, fmt.Errorf("prefill_load_scale %v: want a finite value >= 0", c.PrefillLoadScale))
+	}
+	for _, w := range []struct {
+		name string
+		v    float64
+	}{{"host_cache_hit_weight", c.HostCacheHitWeight}, {"disk_cache_hit_weight", c.DiskCacheHitWeight}} {
+		if !(w.v >= 0) || math.IsInf(w.v, 0) {
+			errs = append(errs, fmt.Errorf("%s %v: want a finite value >= 0", w.name, w.v))
+		}
 	}
 	if !(c.Temperature >= 0) || math.IsInf(c.Temperature, 0) {
 		errs = append(errs, fmt.Errorf("router_temperature %v: want a finite value >= 0", c.Temperature))
@@ -85,6 +112,10 @@ type KVRouter struct {
 	ids interner
 	kv  kvHolders
 	act activeSeqs
+
+	host, disk kvHolders // the CPU tier's and the disk's blocks
+	hostRun    []int     // per endpoint id: blocks held in the CPU tier after the device run
+	diskRun    []int     // and on disk after that
 
 	hashes []uint64
 	run    []int
@@ -129,7 +160,7 @@ func NewKVRouter(cfg KVRouterConfig, rng *rand.Rand) (*KVRouter, error) {
 	}
 	kv := newKVHolders(0)
 	return &KVRouter{cfg: cfg, rng: rng, ids: newInterner(), kv: kv, act: newActiveSeqsIn(kv),
-		bs: cfg.BlockSize, started: map[string]kvStarted{}}, nil
+		host: newKVHolders(0), disk: newKVHolders(0), bs: cfg.BlockSize, started: map[string]kvStarted{}}, nil
 }
 
 // Name returns "kv-router".
@@ -155,7 +186,11 @@ func (p *KVRouter) Pick(req *Request, s *Snapshot) (Decision, error) {
 	n := isl(req)
 	for k, id := range p.candID {
 		raw := float64(p.act.prefill(id)+int64(n)) / bs
-		adjusted := max(0, raw-p.cfg.OverlapScoreCredit*float64(p.run[id]))
+		credit := p.cfg.OverlapScoreCredit * float64(p.run[id])
+		if p.tiered() {
+			credit += p.cfg.HostCacheHitWeight*float64(p.hostRun[id]) + p.cfg.DiskCacheHitWeight*float64(p.diskRun[id])
+		}
+		adjusted := max(0, raw-credit)
 		decode := float64(p.act.blockCount(id) + len(p.hashes) - p.shared[id])
 		p.cost[k] = p.cfg.PrefillLoadScale*adjusted + decode
 	}
@@ -187,6 +222,37 @@ func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
 	p.run, p.shared = resize(p.run, n), resize(p.shared, n)
 	p.kv.leadingRun(p.hashes, p.run)
 	p.found = p.act.sharedBlocks(p.hashes, p.shared, p.found[:0])
+	if p.tiered() {
+		p.hostRun, p.diskRun = resize(p.hostRun, n), resize(p.diskRun, n)
+		for _, id := range p.candID {
+			p.hostRun[id] = continued(p.host, p.hashes, p.run[id], id)
+			p.diskRun[id] = continued(p.disk, p.hashes, p.run[id]+p.hostRun[id], id)
+		}
+	}
+}
+
+// tiered reports whether any lower tier holds a block.
+func (p *KVRouter) tiered() bool { return p.host.x.Len() > 0 || p.disk.x.Len() > 0 }
+
+// continued returns how many blocks of hashes from from on endpoint id holds in tier k without
+// a gap.
+func continued(k kvHolders, hashes []uint64, from int, id int32) int {
+	n := 0
+	for from+n < len(hashes) && k.x.Holds(hashes[from+n], id) {
+		n++
+	}
+	return n
+}
+
+// lowerTier returns the index of a lower tier's medium (CPU, DISK), or false for another.
+func (p *KVRouter) lowerTier(medium string) (kvHolders, bool) {
+	switch strings.ToUpper(medium) {
+	case MediumCPU:
+		return p.host, true
+	case "DISK":
+		return p.disk, true
+	}
+	return kvHolders{}, false
 }
 
 // softmax samples a candidate position from p.cost as Dynamo's softmax_sample_index does.
@@ -293,6 +359,8 @@ func (p *KVRouter) Removed(endpoint string) {
 	defer p.mu.Unlock()
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.kv.cleared(id)
+		p.host.cleared(id)
+		p.disk.cleared(id)
 		p.act.drop(id)
 		for reqID, st := range p.started {
 			if st.ep == id {
@@ -302,25 +370,34 @@ func (p *KVRouter) Removed(endpoint string) {
 	}
 }
 
-// BlockStored records that endpoint caches hash on its GPU; other tiers are not read.
+// BlockStored records that endpoint caches hash on its GPU, in its CPU tier or on disk;
+// other tiers are not read.
 func (p *KVRouter) BlockStored(endpoint string, hash uint64, medium string) {
+	k := p.kv
 	if !onGPU(medium) {
-		return
+		var ok bool
+		if k, ok = p.lowerTier(medium); !ok {
+			return
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.kv.stored(p.ids.id(endpoint), hash)
+	k.stored(p.ids.id(endpoint), hash)
 }
 
-// BlockRemoved records that endpoint evicted hash from its GPU.
+// BlockRemoved records that endpoint evicted hash from that tier.
 func (p *KVRouter) BlockRemoved(endpoint string, hash uint64, medium string) {
+	k := p.kv
 	if !onGPU(medium) {
-		return
+		var ok bool
+		if k, ok = p.lowerTier(medium); !ok {
+			return
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id, ok := p.ids.lookup(endpoint); ok {
-		p.kv.removed(id, hash)
+		k.removed(id, hash)
 	}
 }
 
@@ -330,6 +407,8 @@ func (p *KVRouter) AllBlocksCleared(endpoint string) {
 	defer p.mu.Unlock()
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.kv.cleared(id)
+		p.host.cleared(id)
+		p.disk.cleared(id)
 	}
 }
 

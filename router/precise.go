@@ -3,8 +3,10 @@ package router
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"kvroute/router/prefix"
@@ -34,12 +36,18 @@ type PrecisePrefixConfig struct {
 	// speculativeIndexing: off by default, TTL 2 s).
 	SpeculativeIndexing bool     `json:"speculative_indexing"`
 	SpeculativeTTL      Duration `json:"speculative_ttl"`
+	// TierWeights weighs each KV tier's hits by its lower-cased medium: llm-d's
+	// DefaultKVCacheBackendConfig, gpu 1.0 and cpu 0.8 (llm-d/llm-d-router v0.10.0
+	// pkg/kvcache/backend.go:26-31; kvCacheBackendConfigs, pkg/kvcache/indexer.go:41). A block
+	// counts at the largest weight among the tiers an endpoint holds it in, and a tier not
+	// named here weighs 1.0 (pkg/kvcache/kvblock_scorer.go:91-154).
+	TierWeights map[string]float64 `json:"tier_weights"`
 }
 
 // DefaultPrecisePrefixConfig returns llm-d's sample precise-prefix configuration.
 func DefaultPrecisePrefixConfig() PrecisePrefixConfig {
 	return PrecisePrefixConfig{BlockSize: 64, EngineBlockSize: 16, PrefixWeight: 2, KVCacheWeight: 1, QueueWeight: 1,
-		SpeculativeTTL: Duration(2 * time.Second)}
+		SpeculativeTTL: Duration(2 * time.Second), TierWeights: map[string]float64{"gpu": 1, "cpu": 0.8}}
 }
 
 // Validate checks ranges.
@@ -59,6 +67,11 @@ func (c PrecisePrefixConfig) Validate() error {
 	}{{"prefix_weight", c.PrefixWeight}, {"kv_cache_weight", c.KVCacheWeight}, {"queue_weight", c.QueueWeight}} {
 		if !(w.v >= 0) || math.IsInf(w.v, 0) {
 			errs = append(errs, fmt.Errorf("%s %v: want a finite value >= 0", w.name, w.v))
+		}
+	}
+	for tier, w := range c.TierWeights {
+		if !(w >= 0) || math.IsInf(w, 0) {
+			errs = append(errs, fmt.Errorf("tier_weights[%s] %v: want a finite value >= 0", tier, w))
 		}
 	}
 	return errors.Join(errs...)
@@ -100,12 +113,15 @@ type PreciseScorer struct {
 	ids       interner
 	kv        kvHolders // index key → entries, podsPerKey at most
 	keys      preciseKeys
-	engine    []uint64 // scratch: a request's engine block hashes
-	hashes    []uint64 // its index keys
-	seq       uint64   // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
-	run       []int    // per endpoint id: consecutive leading blocks held
-	candID    []int32  // interned ids of the candidates scored
+	engine    []uint64  // scratch: a request's engine block hashes
+	hashes    []uint64  // its index keys
+	seq       uint64    // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
+	run       []int     // per endpoint id: consecutive leading blocks held
+	sum       []float64 // per endpoint id: their weights summed
+	candID    []int32   // interned ids of the candidates scored
 	pos       posIDs
+
+	tiers tierWeights // Holder tags of the KV tiers and their weights
 
 	specTTL time.Duration // 0: no speculative entries
 	spec    []specBatch   // speculative entries not yet expired, oldest first
@@ -120,8 +136,13 @@ type specBatch struct {
 	hashes []uint64
 }
 
-// speculative tags an endpoint's speculative entries in the index (confirmed ones are 0).
-const speculative = 1
+// The index's entry tags: an endpoint's confirmed GPU entries, its speculative ones, and from
+// firstTier on one per lower KV tier (tierWeights).
+const (
+	confirmedGPU = 0
+	speculative  = 1
+	firstTier    = 2
+)
 
 var (
 	_ Scorer               = (*PreciseScorer)(nil)
@@ -133,18 +154,20 @@ var (
 // indexBlockSize tokens out of the engines' blocks of engineBlockSize (a divisor of it).
 func NewPreciseScorer(indexBlockSize, engineBlockSize int) *PreciseScorer {
 	return &PreciseScorer{blockSize: engineBlockSize, ids: newInterner(), kv: newKVHolders(podsPerKey),
-		keys: newPreciseKeys(indexBlockSize / engineBlockSize)}
+		keys: newPreciseKeys(indexBlockSize / engineBlockSize), tiers: newTierWeights(DefaultPrecisePrefixConfig().TierWeights)}
 }
 
 func newPreciseScorer(cfg PrecisePrefixConfig) *PreciseScorer {
 	p := NewPreciseScorer(cfg.BlockSize, cfg.EngineBlockSize)
+	p.tiers = newTierWeights(cfg.TierWeights)
 	if cfg.SpeculativeIndexing {
 		p.specTTL = cfg.SpeculativeTTL.D()
 	}
 	return p
 }
 
-// Score writes each candidate's consecutive held blocks over the request's full blocks.
+// Score writes each candidate's consecutive held blocks over the request's full blocks, each
+// block weighed by the best tier the candidate holds it in.
 func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float64) {
 	clear(out)
 	p.expire(s.Now)
@@ -158,8 +181,16 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 	}
 	p.run = resize(p.run, p.ids.size())
 	p.kv.leadingRun(p.hashes, p.run)
+	if p.tiers.plain() { // GPU entries only, weighing 1: the run is the score
+		for k, id := range p.candID {
+			out[k] = float64(p.run[id]) / float64(len(p.hashes))
+		}
+		return
+	}
+	p.sum = resize(p.sum, len(p.run))
+	p.kv.x.WeightedRun(p.hashes, p.run, p.tiers.weight, p.sum)
 	for k, id := range p.candID {
-		out[k] = float64(p.run[id]) / float64(len(p.hashes))
+		out[k] = p.sum[id] / float64(len(p.hashes))
 	}
 }
 
@@ -186,12 +217,22 @@ func preciseSalt(req *Request) uint64 {
 
 // BlocksStored applies one BlockStored event of endpoint (see preciseKeys): its whole index
 // blocks become the keys' most recent entries; the least recent of more than podsPerKey
-// entries is forgotten (the index's per-key LRU). Only the GPU tier is read.
+// entries is forgotten (the index's per-key LRU). A lower tier's store (vLLM's CPU tier
+// announces its blocks without tokens) gives each block's index key, as its GPU store mapped
+// it, an entry of that tier.
 func (p *PreciseScorer) BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string) {
-	if !onGPU(medium) {
+	if onGPU(medium) {
+		p.keys.stored(p.kv, p.ids.id(endpoint), hashes, parent, hasParent)
 		return
 	}
-	p.keys.stored(p.kv, p.ids.id(endpoint), hashes, parent, hasParent)
+	tag, ok := p.tiers.tag(medium)
+	if !ok {
+		return
+	}
+	id := p.ids.id(endpoint)
+	for _, h := range hashes {
+		p.keys.tierStored(p.kv, id, h, tag)
+	}
 }
 
 // BlockStored applies a BlockStored event of one block whose parent is not known: with
@@ -204,12 +245,17 @@ func (p *PreciseScorer) BlockStored(endpoint string, hash uint64, medium string)
 // BlockRemoved applies a BlockRemoved of an engine block: unless another store of it on
 // endpoint is outstanding, the endpoint's confirmed entry goes from the index key it maps to;
 // a speculative one stays (llm-d evicts the event's PodEntry, whose Speculative flag is unset).
+// A lower tier's removal takes that tier's entry.
 func (p *PreciseScorer) BlockRemoved(endpoint string, hash uint64, medium string) {
+	tag := uint8(confirmedGPU)
 	if !onGPU(medium) {
-		return
+		var ok bool
+		if tag, ok = p.tiers.lookup(medium); !ok {
+			return
+		}
 	}
 	if id, ok := p.ids.lookup(endpoint); ok {
-		p.keys.removed(p.kv, id, hash)
+		p.keys.removed(p.kv, id, hash, tag)
 	}
 }
 
@@ -270,3 +316,50 @@ func (p *PreciseScorer) Finished(*Request, string, Usage, time.Time) {}
 
 // Removed forgets the endpoint's entries.
 func (p *PreciseScorer) Removed(endpoint string) { p.AllBlocksCleared(endpoint) }
+
+// tierWeights numbers the KV tiers precise-prefix has seen as Holder tags (the GPU's
+// confirmedGPU and speculative, lower tiers from firstTier on, by lower-cased medium as llm-d
+// names them) and weighs each.
+type tierWeights struct {
+	cfg  map[string]float64
+	tags map[string]uint8
+	w    []float64 // by tag
+}
+
+func newTierWeights(cfg map[string]float64) tierWeights {
+	gpu, ok := cfg["gpu"]
+	if !ok {
+		gpu = 1
+	}
+	return tierWeights{cfg: maps.Clone(cfg), tags: map[string]uint8{}, w: []float64{gpu, gpu}}
+}
+
+// plain reports whether only GPU entries exist and they weigh 1: scores are plain runs.
+func (t *tierWeights) plain() bool { return len(t.w) == firstTier && t.w[confirmedGPU] == 1 }
+
+func (t *tierWeights) weight(tag uint8) float64 { return t.w[tag] }
+
+// lookup returns the tag of a lower tier already seen.
+func (t *tierWeights) lookup(medium string) (uint8, bool) {
+	tag, ok := t.tags[strings.ToLower(medium)]
+	return tag, ok
+}
+
+// tag returns medium's tag, numbering it when new (false beyond the tags a byte holds).
+func (t *tierWeights) tag(medium string) (uint8, bool) {
+	name := strings.ToLower(medium)
+	if tag, ok := t.tags[name]; ok {
+		return tag, true
+	}
+	if len(t.w) > math.MaxUint8 {
+		return 0, false
+	}
+	w, ok := t.cfg[name]
+	if !ok {
+		w = 1 // llm-d weighs a tier it has no config for as 1.0
+	}
+	tag := uint8(len(t.w))
+	t.tags[name] = tag
+	t.w = append(t.w, w)
+	return tag, true
+}

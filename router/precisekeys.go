@@ -16,7 +16,7 @@ import "kvroute/router/prefix"
 //   - Each engine block of an event maps to one of its index keys in proportion (index.go
 //     engineToRequestMapping 199–216), in one map shared by every endpoint, replaced by the
 //     next event that stores the engine block anywhere.
-//   - Stores are counted per endpoint and engine block (the GPU tier; event_dedup_filter.go
+//   - Stores are counted per endpoint, engine block and tier (event_dedup_filter.go
 //     122–180): a removal while another store is outstanding is ignored; otherwise the
 //     endpoint's entry goes from the index key the block maps to, and the mapping goes once
 //     that key has no entry left (in_memory.go Evict 231–262).
@@ -29,10 +29,16 @@ import "kvroute/router/prefix"
 // is cut at other places than a request's and never matches one: kvroute keys it by mixing
 // the parent's index key into the hash, with the same effect.
 type preciseKeys struct {
-	k    int               // engine blocks per index block
-	e2r  map[uint64]uint64 // engine block → index key
-	refs []map[uint64]int32
-	rks  []uint64 // scratch
+	k    int                 // engine blocks per index block
+	e2r  map[uint64]uint64   // engine block → index key
+	refs []map[tierRef]int32 // per endpoint: stores not yet removed, per engine block and tier
+	rks  []uint64            // scratch
+}
+
+// tierRef is one engine block in one tier (a Holder tag: confirmedGPU or a lower tier's).
+type tierRef struct {
+	ek  uint64
+	tag uint8
 }
 
 func newPreciseKeys(k int) preciseKeys {
@@ -80,25 +86,40 @@ func (d *preciseKeys) stored(kv kvHolders, ep int32, eks []uint64, parent uint64
 	}
 	refs := d.endpointRefs(ep)
 	for _, ek := range eks {
-		refs[ek]++
+		refs[tierRef{ek, confirmedGPU}]++
 	}
 }
 
-// removed applies a BlockRemoved of engine block ek on endpoint ep.
-func (d *preciseKeys) removed(kv kvHolders, ep int32, ek uint64) {
+// tierStored applies the store of engine block ek in a lower tier (Holder tag tag) of
+// endpoint ep, announced without tokens as vLLM's CPU offloading does: the block resolves
+// through the engine block → index key map to the index key its GPU store gave it, and ep
+// gains an entry of that tier there; an unmapped block adds nothing (llm-d/llm-d-router
+// v0.10.0 pkg/kvevents/pool.go:383-427, handleDeviceTierUpdate). Stores count per (endpoint,
+// tier) (pool.go:610-627).
+func (d *preciseKeys) tierStored(kv kvHolders, ep int32, ek uint64, tag uint8) {
+	rk, ok := d.e2r[ek]
+	if !ok {
+		return
+	}
+	kv.x.Store(rk, prefix.Holder{Endpoint: ep, Tag: tag})
+	d.endpointRefs(ep)[tierRef{ek, tag}]++
+}
+
+// removed applies a BlockRemoved of engine block ek on endpoint ep in the tier of tag.
+func (d *preciseKeys) removed(kv kvHolders, ep int32, ek uint64, tag uint8) {
 	if int(ep) < len(d.refs) {
-		refs := d.refs[ep]
-		if c := refs[ek]; c > 1 {
-			refs[ek] = c - 1
+		refs, r := d.refs[ep], tierRef{ek, tag}
+		if c := refs[r]; c > 1 {
+			refs[r] = c - 1
 			return
 		}
-		delete(refs, ek)
+		delete(refs, r)
 	}
 	rk, ok := d.e2r[ek]
 	if !ok {
 		return
 	}
-	kv.removed(ep, rk)
+	kv.x.Remove(rk, prefix.Holder{Endpoint: ep, Tag: tag})
 	if !kv.x.Held(rk) {
 		delete(d.e2r, ek)
 	}
@@ -112,12 +133,12 @@ func (d *preciseKeys) cleared(ep int32) {
 	}
 }
 
-func (d *preciseKeys) endpointRefs(ep int32) map[uint64]int32 {
+func (d *preciseKeys) endpointRefs(ep int32) map[tierRef]int32 {
 	for len(d.refs) <= int(ep) {
 		d.refs = append(d.refs, nil)
 	}
 	if d.refs[ep] == nil {
-		d.refs[ep] = map[uint64]int32{}
+		d.refs[ep] = map[tierRef]int32{}
 	}
 	return d.refs[ep]
 }

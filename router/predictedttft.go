@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,11 +48,21 @@ type PredictedTTFTConfig struct {
 	// RouteTTL is how long a routed request's blocks count as cached on an endpoint that
 	// sends KV events, before its events take over (30 s).
 	RouteTTL Duration `json:"route_ttl"`
+	// KVBytesPerToken and HostBandwidth price a prefix held in an endpoint's CPU tier (its
+	// KV events of medium CPU) as vLLM's offloading connector loads it: the blocks after the
+	// GPU hit that the tier holds without a gap are not prefilled but copied, taking
+	// bytes / HostBandwidth. Defaults: 131,072 bytes per token (Llama-3.1-8B: 32 layers × 8 KV
+	// heads × 128 × K and V × 2 bytes) and 50 GB/s, the one-way GPU↔host copy an H100 reaches
+	// on large blocks (vllm-project/vllm-project.github.io c3a01c4a
+	// _posts/2026-01-08-kv-offloading-connector.md:125-146).
+	KVBytesPerToken int64   `json:"kv_bytes_per_token"`
+	HostBandwidth   float64 `json:"host_bandwidth_bytes_per_second"`
 }
 
 // DefaultPredictedTTFTConfig returns the defaults.
 func DefaultPredictedTTFTConfig() PredictedTTFTConfig {
-	return PredictedTTFTConfig{BlockSize: 16, FallbackTokensPerSecond: 15928, IndexCapacity: 31250, Externality: 2, RouteTTL: Duration(30 * time.Second)}
+	return PredictedTTFTConfig{BlockSize: 16, FallbackTokensPerSecond: 15928, IndexCapacity: 31250, Externality: 2, RouteTTL: Duration(30 * time.Second),
+		KVBytesPerToken: 131072, HostBandwidth: 50e9}
 }
 
 // Validate checks ranges.
@@ -59,6 +70,9 @@ func (c PredictedTTFTConfig) Validate() error {
 	var errs []error
 	if !(c.Externality >= 0) || math.IsInf(c.Externality, 0) {
 		errs = append(errs, fmt.Errorf("externality %v: want a finite value >= 0", c.Externality))
+	}
+	if c.KVBytesPerToken < 0 || !(c.HostBandwidth > 0) || math.IsInf(c.HostBandwidth, 0) {
+		errs = append(errs, fmt.Errorf("kv_bytes_per_token %d, host_bandwidth_bytes_per_second %v: want >= 0 and a finite value > 0", c.KVBytesPerToken, c.HostBandwidth))
 	}
 	if c.RouteTTL < 0 {
 		errs = append(errs, fmt.Errorf("route_ttl %v: want >= 0", c.RouteTTL.D()))
@@ -79,6 +93,7 @@ type PredictedTTFT struct {
 	rng   *rand.Rand
 	ids   interner
 	kv    kvHolders
+	host  kvHolders // the CPU tiers' blocks
 	index *prefix.Index
 	// recent holds the blocks routed within RouteTTL, for endpoints that send KV events.
 	recent *prefix.BlockStore
@@ -88,6 +103,7 @@ type PredictedTTFT struct {
 
 	hashes []uint64
 	run    []int
+	cpu    []int // per endpoint id: blocks its CPU tier holds after the GPU run
 	hist   []int
 	fresh  []int
 	cand   []int
@@ -159,7 +175,7 @@ func NewPredictedTTFT(cfg PredictedTTFTConfig, rng *rand.Rand) (*PredictedTTFT, 
 	if err != nil {
 		return nil, fmt.Errorf("router: predicted-ttft: %w", err)
 	}
-	return &PredictedTTFT{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(0), index: index, recent: recent,
+	return &PredictedTTFT{cfg: cfg, rng: rng, ids: newInterner(), kv: newKVHolders(0), host: newKVHolders(0), index: index, recent: recent,
 		reqs: map[string]ttftReq{}}, nil
 }
 
@@ -187,10 +203,11 @@ func (p *PredictedTTFT) Pick(req *Request, s *Snapshot) (Decision, error) {
 	for k, i := range p.cand {
 		e, id := &s.Endpoints[i], p.candID[k]
 		cached := min(p.run[id]*p.cfg.BlockSize, n)
-		p.last.tokens[id] = n - cached
-		ttft, own, extra := p.predict(e, id, n-cached, cached, req.MaxOutputTokens, s.Now)
+		loaded := min(p.cpu[id]*p.cfg.BlockSize, n-cached) // copied from CPU, not prefilled
+		p.last.tokens[id] = n - cached - loaded
+		ttft, own, extra := p.predict(e, id, n-cached-loaded, cached+loaded, req.MaxOutputTokens, s.Now)
 		p.last.extra[id] = extra
-		p.pred[k] = float64(ttft + time.Duration(p.cfg.Externality*float64(own)))
+		p.pred[k] = float64(ttft + p.loadTime(loaded) + time.Duration(p.cfg.Externality*float64(own)))
 	}
 	return Decision{Index: p.cand[argminRandom(p.rng, p.pred)], Reason: ReasonPredictedTTFT}, nil
 }
@@ -233,7 +250,7 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 	}
 	p.hashes = prefix.AppendTokenBlockHashes(p.hashes[:0], prefix.ModelSalt(req.Model), req.Tokens, p.cfg.BlockSize)
 	n := p.ids.size()
-	p.run = resize(p.run, n)
+	p.run, p.cpu = resize(p.run, n), resize(p.cpu, n)
 	p.kv.leadingRun(p.hashes, p.run)
 	if len(p.hashes) == 0 {
 		return
@@ -265,6 +282,19 @@ func (p *PredictedTTFT) cached(req *Request, s *Snapshot, cand []int) {
 			p.run[id] = p.hist[id]
 		}
 	}
+	if p.host.x.Len() > 0 { // vLLM looks up the CPU tier from where the GPU hit ends
+		for _, id := range p.candID {
+			p.cpu[id] = continued(p.host, p.hashes, p.run[id], id)
+		}
+	}
+}
+
+// loadTime is how long copying tokens' KV from a CPU tier takes.
+func (p *PredictedTTFT) loadTime(tokens int) time.Duration {
+	if tokens == 0 {
+		return 0
+	}
+	return time.Duration(float64(int64(tokens)*p.cfg.KVBytesPerToken) / p.cfg.HostBandwidth * float64(time.Second))
 }
 
 // sweep drops routed blocks older than RouteTTL, once a second.
@@ -366,34 +396,48 @@ func (p *PredictedTTFT) Removed(endpoint string) {
 		}
 	}
 	p.kv.cleared(id)
+	p.host.cleared(id)
 	p.index.RemoveEndpoint(id)
 	p.recent.RemoveEndpoint(id)
 	p.eps[id] = ttftEp{}
 }
 
 // BlockStored records that endpoint caches hash; from its first event on, the endpoint's
-// cache is read from its events. Only the GPU tier is read.
+// cache is read from its events. The GPU tier and the CPU tier are read.
 func (p *PredictedTTFT) BlockStored(endpoint string, hash uint64, medium string) {
-	if !onGPU(medium) {
+	k, ok := p.tier(medium)
+	if !ok {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	id := p.endpoint(&EndpointState{ID: endpoint}, p.ids.id(endpoint))
 	p.eps[id].events = true
-	p.kv.stored(id, hash)
+	k.stored(id, hash)
 }
 
-// BlockRemoved records that endpoint evicted hash from its GPU.
+// BlockRemoved records that endpoint evicted hash from that tier.
 func (p *PredictedTTFT) BlockRemoved(endpoint string, hash uint64, medium string) {
-	if !onGPU(medium) {
+	k, ok := p.tier(medium)
+	if !ok {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if id, ok := p.ids.lookup(endpoint); ok {
-		p.kv.removed(id, hash)
+		k.removed(id, hash)
 	}
+}
+
+// tier returns the index of medium's tier: the GPU's or the CPU tier's; false for another.
+func (p *PredictedTTFT) tier(medium string) (kvHolders, bool) {
+	switch {
+	case onGPU(medium):
+		return p.kv, true
+	case strings.EqualFold(medium, MediumCPU):
+		return p.host, true
+	}
+	return kvHolders{}, false
 }
 
 // AllBlocksCleared forgets endpoint's cache.
@@ -402,6 +446,7 @@ func (p *PredictedTTFT) AllBlocksCleared(endpoint string) {
 	defer p.mu.Unlock()
 	if id, ok := p.ids.lookup(endpoint); ok {
 		p.kv.cleared(id)
+		p.host.cleared(id)
 	}
 }
 

@@ -26,6 +26,7 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 		name    string
 		speeds  []time.Duration // per-token prefill cost of ep-0..2 (0: no model)
 		stored  []kvStore
+		cpu     []kvStore   // blocks stored in the CPU tier (medium CPU)
 		history []activeReq // routed and finished before, no KV events
 		active  []activeReq // routed before, in flight; ft: first token back
 		later   time.Duration
@@ -124,6 +125,31 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			want: []int{0},
 		},
 		{
+			// ep-0 holds the prompt in its CPU tier only: 160 × 128 KiB at 50 GB/s is 0.4 ms
+			// of copying against 160 ms of prefill elsewhere.
+			name: "a CPU hit is a load, not a prefill", speeds: []time.Duration{ms, ms, ms},
+			cpu: []kvStore{{"ep-0", prompt, 0, 10}}, want: []int{0},
+		},
+		{
+			name: "a CPU hit is not free: a GPU hit beats it", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-1", prompt, 0, 10}}, cpu: []kvStore{{"ep-0", prompt, 0, 10}}, want: []int{1},
+		},
+		{
+			// At 20 MB/s the copy takes 1 s: more than prefilling the 160 tokens elsewhere costs
+			// (160 ms and twice that again for the externality).
+			name: "the load is priced by the host link", speeds: []time.Duration{ms, ms, ms},
+			cpu: []kvStore{{"ep-0", prompt, 0, 10}}, params: map[string]any{"host_bandwidth_bytes_per_second": 2e7},
+			want: []int{1, 2},
+		},
+		{
+			// ep-0: 5 blocks on GPU, the other 5 in CPU (0.2 ms); ep-1: 8 on GPU, 32 ms to
+			// prefill; ep-2 holds blocks 6–10 in CPU after a gap: vLLM looks up CPU only from
+			// where the GPU hit ends, so they count nothing.
+			name: "the CPU tier continues the GPU run", speeds: []time.Duration{ms, ms, ms},
+			stored: []kvStore{{"ep-0", prompt, 0, 5}, {"ep-1", prompt, 0, 8}},
+			cpu:    []kvStore{{"ep-0", prompt, 5, 10}, {"ep-2", prompt, 6, 10}}, want: []int{0},
+		},
+		{
 			// The same cold prompt: 320 ms on ep-0, 80 ms on ep-1, 160 ms on ep-2 (fallback
 			// 1000 tok/s).
 			name: "each endpoint's step-time model", speeds: []time.Duration{2 * ms, ms / 2, 0},
@@ -155,6 +181,11 @@ func TestPredictedTTFTDecisions(t *testing.T) {
 			for _, st := range tc.stored {
 				for _, h := range blockHashes(st.tokens)[st.from:st.to] {
 					kv.BlockStored(st.endpoint, h, router.MediumGPU)
+				}
+			}
+			for _, st := range tc.cpu {
+				for _, h := range blockHashes(st.tokens)[st.from:st.to] {
+					kv.BlockStored(st.endpoint, h, router.MediumCPU)
 				}
 			}
 			for i, a := range tc.active {

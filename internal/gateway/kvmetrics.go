@@ -37,7 +37,7 @@ func (g *Gateway) registerKVMetrics() error {
 		stat("events_total", "KV events applied to the index.", func(s kvevents.Stats) uint64 { return s.Events }),
 		stat("batches_dropped_total", "KV event messages dropped whole: undecodable, over a limit, or malformed frames.", func(s kvevents.Stats) uint64 { return s.Dropped }),
 		stat("events_unknown_total", "KV events of unknown types, skipped.", func(s kvevents.Stats) uint64 { return s.Unknown }),
-		stat("events_skipped_total", "KV events the index cannot use: another block size, an unseen parent, an offload tier.", func(s kvevents.Stats) uint64 { return s.Skipped }),
+		stat("events_skipped_total", "KV events the index cannot use: another block size, an unseen parent, a token-less store of unknown blocks.", func(s kvevents.Stats) uint64 { return s.Skipped }),
 		stat("gaps_total", "Sequence gaps in a replica's event stream.", func(s kvevents.Stats) uint64 { return s.Gaps }),
 		stat("replayed_total", "Batches recovered from a replica's replay endpoint.", func(s kvevents.Stats) uint64 { return s.Replayed }),
 		stat("restarts_total", "Replica restarts seen (sequence numbers going back); the replica's index starts clean.", func(s kvevents.Stats) uint64 { return s.Restarts }),
@@ -111,7 +111,7 @@ var (
 		"1 when the backend's cache index missed KV events it could not replay or load (a gap, or a late start without a snapshot), until it restarts or clears its cache, else 0.",
 		[]string{"backend"}, nil)
 	blocksDesc = prometheus.NewDesc("kvroute_gateway_kv_index_blocks",
-		"Blocks the cache index holds for the backend: what its KV events say its GPU prefix cache holds.",
+		"Blocks the cache index holds for the backend, in any tier: what its KV events say its prefix cache and offload tiers hold.",
 		[]string{"backend"}, nil)
 	behindDesc = prometheus.NewDesc("kvroute_gateway_kv_index_behind_messages",
 		"KV event messages of the backend the index lacked when its first one arrived: the history a late start missed (0 after a complete start or a peer snapshot with no gap).",

@@ -86,6 +86,7 @@ func (x *Index) Load(s Snapshot) int {
 		e.seq, e.started, e.stale = es.Seq, es.Started, es.Stale
 		for _, k := range es.Keys {
 			e.keys[k.Engine] = k.Router
+			e.hold(k.Engine, gpu) // snapshots carry the GPU tier only
 			x.obs.BlockStored(es.ID, k.Router, gpu)
 		}
 		n += len(es.Keys)
@@ -101,9 +102,7 @@ func (x *Index) Resend() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for id, e := range x.eps {
-		for _, rk := range e.keys {
-			x.obs.BlockStored(id, rk, gpu)
-		}
+		e.each(func(rk uint64, tier string) { x.obs.BlockStored(id, rk, tier) })
 	}
 }
 
@@ -186,9 +185,7 @@ func (x *Index) admit(id, model string, seq uint64, fill Filler) (skip bool) {
 	case e.started && seq <= e.seq: // a restart: Handle clears the replica
 		b.behind = 0
 	case b.suspended && seq == e.seq+1:
-		for _, rk := range e.keys {
-			x.obs.BlockStored(id, rk, gpu)
-		}
+		e.each(func(rk uint64, tier string) { x.obs.BlockStored(id, rk, tier) })
 		x.boot.restored++
 	case b.suspended: // a gap after the ejection: it may have restarted and lost messages
 		x.clear(id, e)

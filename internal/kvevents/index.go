@@ -3,6 +3,7 @@ package kvevents
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"kvroute/router/prefix"
@@ -10,7 +11,7 @@ import (
 
 // Observer hears router-keyed cache changes; router.KVEventObserver has this shape, so a
 // precise policy (router.PreciseScorer, router.Pipeline) plugs in directly. medium is the
-// tier of the store or removal; the Index reports the GPU tier only (gpu).
+// tier of the store or removal, upper-cased as vLLM publishes it ("GPU", "CPU"; see tierOf).
 type Observer interface {
 	BlockStored(endpoint string, hash uint64, medium string)
 	BlockRemoved(endpoint string, hash uint64, medium string)
@@ -25,9 +26,26 @@ type BatchObserver interface {
 	BlocksStored(endpoint string, hashes []uint64, parent uint64, hasParent bool, medium string)
 }
 
-// gpu is vLLM's medium for the GPU's KV cache (router.MediumGPU): the one tier the index
-// forwards; events of other tiers are counted as skipped.
+// gpu is vLLM's medium for the GPU's KV cache (router.MediumGPU), the tier of an event that
+// names none.
 const gpu = "GPU"
+
+// tierOf normalizes an event's medium: upper-cased, empty meaning the GPU. llm-d does the
+// same with lower case so that a store and a removal of one tier match
+// (llm-d/llm-d-router v0.10.0 pkg/kvevents/pool.go:33-47, normalizeDeviceTier); kvroute's
+// observers take vLLM's upper-case names (router.MediumGPU, router.MediumCPU).
+func tierOf(medium string) string {
+	if medium == "" {
+		return gpu
+	}
+	return strings.ToUpper(medium)
+}
+
+// tierKey is one engine block in one tier of a replica.
+type tierKey struct {
+	hash uint64
+	tier string
+}
 
 // IndexConfig configures an Index.
 type IndexConfig struct {
@@ -56,7 +74,7 @@ type Stats struct {
 	// past MaxKeysPerEndpoint; the replica is cleared and marked stale.
 	DroppedMalformed, DroppedTopic, DroppedUndecodable, DroppedOverflow uint64
 	// Unknown counts events of unknown types; Skipped counts events the index cannot use
-	// (another block size, a parent it never saw, a medium other than GPU).
+	// (another block size, a parent it never saw, a token-less store of blocks it never keyed).
 	Unknown, Skipped         uint64
 	Gaps, Replayed, Restarts uint64
 	// Closed* count connections the wire guard closed, by WireReason, before zmq4 read what
@@ -142,9 +160,10 @@ type Index struct {
 }
 
 type endpoint struct {
-	keys    map[uint64]uint64 // engine key → router key
-	dups    map[uint64]uint32 // engine key → stores beyond the first not yet removed
-	seq     uint64            // last sequence number applied
+	keys    map[uint64]uint64  // engine key → router key, while some tier holds the block
+	refs    map[tierKey]uint32 // (engine key, tier) → stores not yet removed
+	held    map[uint64]uint32  // engine key → stores not yet removed, all tiers together
+	seq     uint64             // last sequence number applied
 	started bool
 	stale   bool
 }
@@ -160,7 +179,7 @@ func NewIndex(cfg IndexConfig, lim Limits, obs Observer) *Index {
 func (x *Index) ep(id string) *endpoint {
 	e := x.eps[id]
 	if e == nil {
-		e = &endpoint{keys: map[uint64]uint64{}, dups: map[uint64]uint32{}}
+		e = &endpoint{keys: map[uint64]uint64{}, refs: map[tierKey]uint32{}, held: map[uint64]uint32{}}
 		x.eps[id] = e
 	}
 	return e
@@ -280,24 +299,48 @@ func (x *Index) Stats() Stats {
 	return x.stats
 }
 
-// release records a removal of engine key h: the key is forgotten once every store of it was
-// removed (a removal is forwarded each time: observers that count stores, as llm-d's precise
-// index does, need them all).
-func (e *endpoint) release(h uint64) {
-	if n := e.dups[h]; n > 0 {
-		if n == 1 {
-			delete(e.dups, h)
-		} else {
-			e.dups[h] = n - 1
-		}
-		return
+// hold records one store of engine key h in tier (its router key already in e.keys).
+func (e *endpoint) hold(h uint64, tier string) {
+	e.refs[tierKey{h, tier}]++
+	e.held[h]++
+}
+
+// release records a removal of engine key h from tier and reports whether a store of it
+// there was outstanding (a removal of a block the tier never stored is ignored). The key is
+// forgotten once every store of it, in every tier, was removed: llm-d reference-counts
+// stores and removes per (pod, tier) the same way (llm-d/llm-d-router v0.10.0
+// pkg/kvevents/pool.go:610-627), since vLLM's chunked CPU offloading announces a block once
+// per chunk that holds it. Each outstanding removal is forwarded: observers that count
+// stores, as router's precise-prefix does, need them all.
+func (e *endpoint) release(h uint64, tier string) bool {
+	k := tierKey{h, tier}
+	n := e.refs[k]
+	if n == 0 {
+		return false
 	}
-	delete(e.keys, h)
+	if n == 1 {
+		delete(e.refs, k)
+	} else {
+		e.refs[k] = n - 1
+	}
+	if e.held[h]--; e.held[h] == 0 {
+		delete(e.held, h)
+		delete(e.keys, h)
+	}
+	return true
+}
+
+// each calls f once for every block a tier of e holds: its router key and tier.
+func (e *endpoint) each(f func(rk uint64, tier string)) {
+	for k := range e.refs {
+		f(e.keys[k.hash], k.tier)
+	}
 }
 
 func (x *Index) clear(id string, e *endpoint) {
 	clear(e.keys)
-	clear(e.dups)
+	clear(e.refs)
+	clear(e.held)
 	x.obs.AllBlocksCleared(id)
 }
 
@@ -307,10 +350,7 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 	for i := range b.Events {
 		ev := &b.Events[i]
 		x.stats.Events++
-		if ev.Medium != "" && ev.Medium != gpu {
-			x.stats.Skipped++ // an offload tier: the GPU cache did not change
-			continue
-		}
+		tier := tierOf(ev.Medium)
 		switch ev.Kind {
 		case AllBlocksCleared:
 			x.stats.Cleared++
@@ -318,14 +358,13 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 			e.stale = false
 		case BlockRemoved:
 			for _, h := range ev.Hashes {
-				if rk, ok := e.keys[h]; ok {
-					e.release(h)
+				if rk, ok := e.keys[h]; ok && e.release(h, tier) {
 					x.stats.Removed++
-					x.obs.BlockRemoved(id, rk, gpu)
+					x.obs.BlockRemoved(id, rk, tier)
 				}
 			}
 		case BlockStored:
-			x.stored(id, model, e, ev)
+			x.stored(id, model, e, ev, tier)
 		}
 	}
 }
@@ -333,15 +372,9 @@ func (x *Index) apply(id, model string, e *endpoint, b *Batch) {
 // stored keys each block by the chained hash of its tokens, seeded with the parent's router
 // key (or, for a request's first block, the LoRA adapter's or model's name, as
 // router/prefix.ModelSalt seeds the keys of incoming requests).
-func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
-	if len(ev.Tokens) == 0 { // no tokens (an offload tier re-storing): known engine keys only
-		for _, h := range ev.Hashes {
-			if rk, ok := e.keys[h]; ok {
-				e.dups[h]++
-				x.stats.Stored++
-				x.obs.BlockStored(id, rk, gpu)
-			}
-		}
+func (x *Index) stored(id, model string, e *endpoint, ev *Event, tier string) {
+	if len(ev.Tokens) == 0 {
+		x.tierStored(id, e, ev, tier)
 		return
 	}
 	if ev.BlockSize != x.cfg.BlockSize {
@@ -380,18 +413,39 @@ func (x *Index) stored(id, model string, e *endpoint, ev *Event) {
 	x.batch = x.batch[:0]
 	for i, h := range ev.Hashes {
 		parent = prefix.TokenBlockHash(parent, ev.Tokens[i*ev.BlockSize:(i+1)*ev.BlockSize])
-		if _, dup := e.keys[h]; dup {
-			e.dups[h]++
-		}
 		e.keys[h] = parent
+		e.hold(h, tier)
 		x.stats.Stored++
 		if whole {
 			x.batch = append(x.batch, parent)
 		} else {
-			x.obs.BlockStored(id, parent, gpu)
+			x.obs.BlockStored(id, parent, tier)
 		}
 	}
 	if whole && len(x.batch) > 0 {
-		bo.BlocksStored(id, x.batch, from, !first, gpu)
+		bo.BlocksStored(id, x.batch, from, !first, tier)
+	}
+}
+
+// tierStored applies a BlockStored without tokens: vLLM's CPU offloading announces the
+// blocks it stored by engine hash alone (block_hashes, no token_ids, no parent). Each hash
+// the replica already keyed (its GPU store carried the tokens) resolves to its router key and
+// is stored in tier; unknown hashes are skipped. llm-d resolves such events through its
+// engine-key → request-key map the same way (llm-d/llm-d-router v0.10.0
+// pkg/kvevents/pool.go:383-427, handleDeviceTierUpdate).
+func (x *Index) tierStored(id string, e *endpoint, ev *Event, tier string) {
+	n := 0
+	for _, h := range ev.Hashes {
+		rk, ok := e.keys[h]
+		if !ok {
+			continue
+		}
+		e.hold(h, tier)
+		x.stats.Stored++
+		x.obs.BlockStored(id, rk, tier)
+		n++
+	}
+	if n == 0 && len(ev.Hashes) > 0 {
+		x.stats.Skipped++
 	}
 }

@@ -53,6 +53,9 @@ func (x *Index) Snapshot() Snapshot {
 	for id, e := range x.eps {
 		es := EndpointSnapshot{ID: id, Seq: e.seq, Started: e.started, Stale: e.stale, Keys: make([]KeyPair, 0, len(e.keys))}
 		for ek, rk := range e.keys {
+			if e.refs[tierKey{ek, gpu}] == 0 {
+				continue // snapshots carry the GPU tier only
+			}
 			es.Keys = append(es.Keys, KeyPair{ek, rk})
 		}
 		slices.SortFunc(es.Keys, func(a, b KeyPair) int { return cmp.Compare(a.Engine, b.Engine) })

@@ -211,3 +211,41 @@ func (x *Holders) release(i int32) {
 	s.next = x.free
 	x.free = i
 }
+
+// WeightedRun sets out[ep], for each endpoint below len(out), to the sum over the first
+// run[ep] blocks of hashes (its leading run, as LeadingRun reports it) of the largest
+// weight(tag) among ep's entries for the block: a block held in several tiers counts at its
+// best tier's weight.
+func (x *Holders) WeightedRun(hashes []uint64, run []int, weight func(tag uint8) float64, out []float64) {
+	clear(out)
+	longest := 0
+	for ep := range min(len(run), len(out)) {
+		longest = max(longest, run[ep])
+	}
+	for i, h := range hashes[:min(longest, len(hashes))] {
+		s, ok := x.byHash.Get(h)
+		if !ok {
+			return
+		}
+		entries := x.slots[s].entries
+		for k, e := range entries {
+			ep := int(e.Endpoint)
+			if ep >= len(out) || ep >= len(run) || run[ep] <= i || slices.ContainsFunc(entries[:k], func(o Holder) bool { return o.Endpoint == e.Endpoint }) {
+				continue // not in the run here, or counted at its first entry
+			}
+			best := weight(e.Tag)
+			for _, o := range entries[k+1:] {
+				if o.Endpoint == e.Endpoint {
+					best = max(best, weight(o.Tag))
+				}
+			}
+			out[ep] += best
+		}
+	}
+}
+
+// Holds reports whether endpoint ep has an entry for block h.
+func (x *Holders) Holds(h uint64, ep int32) bool {
+	i, ok := x.byHash.Get(h)
+	return ok && x.slots[i].set.has(ep)
+}

@@ -1,6 +1,7 @@
 package prefix
 
 import (
+	"math"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -139,5 +140,37 @@ func TestHoldersStaleSuccessorGuess(t *testing.T) {
 	run := make([]int, 1)
 	if x.LeadingRun([]uint64{a, b}, run); run[0] != 2 {
 		t.Fatalf("run = %v, want [2]: the walk took b's freed slot for b", run)
+	}
+}
+
+// TestHoldersWeightedRun checks that each block of an endpoint's leading run counts at the
+// largest weight among its entries, and that the run ends at the first block it lacks in
+// every tier.
+func TestHoldersWeightedRun(t *testing.T) {
+	const gpu, spec, cpu = 0, 1, 2
+	weight := func(tag uint8) float64 { return []float64{1, 1, 0.8}[tag] }
+	x := NewHolders(0)
+	for _, st := range []struct {
+		h   uint64
+		ep  int32
+		tag uint8
+	}{
+		{1, 0, gpu}, {2, 0, cpu}, {3, 0, gpu}, // ep 0: gpu, cpu, gpu
+		{1, 1, cpu}, {1, 1, gpu}, {2, 1, cpu}, // ep 1: both tiers, then cpu; lacks 3
+		{2, 2, gpu}, {3, 2, gpu}, // ep 2: lacks block 1
+		{1, 3, spec}, {1, 3, cpu}, // ep 3: speculative beats cpu
+	} {
+		x.Store(st.h, Holder{Endpoint: st.ep, Tag: st.tag})
+	}
+	hashes := []uint64{1, 2, 3}
+	run := make([]int, 4)
+	x.LeadingRun(hashes, run)
+	out := make([]float64, 4)
+	x.WeightedRun(hashes, run, weight, out)
+	want := []float64{2.8, 1.8, 0, 1}
+	for ep := range want {
+		if math.Abs(out[ep]-want[ep]) > 1e-12 {
+			t.Errorf("endpoint %d: %v, want %v (all %v)", ep, out[ep], want[ep], out)
+		}
 	}
 }

@@ -307,7 +307,7 @@ func (s *Sim) firstTokenBack(f *flight, at sim.Time) {
 // kvEvent forwards replica i's KV event to every router whose policy reads the caches,
 // Routers.EventDelay later.
 func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
-	ev.Tokens = nil // valid only during the hook; the routers need only the hash
+	ev.Tokens = nil                                 // valid only during the hook; the routers need only the hash
 	if ev.Stored && ev.Medium == engine.MediumGPU { // batches index the GPU cache only
 		s.batchStored(i, ev)
 	}
@@ -321,22 +321,23 @@ func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
 func (s *Sim) deliver(i int, ev engine.KVEvent) {
 	id := s.ids[i]
 	for _, ri := range s.rt {
-		if ri.kv != nil && (ri.batch == nil || !ev.Stored) {
+		// A router with batches hears GPU stores through them; CPU-tier stores reach it block
+		// by block, as vLLM's token-less CPU BlockStored names engine hashes only.
+		if ri.kv != nil && (ri.batch == nil || !ev.Stored || ev.Medium != engine.MediumGPU) {
 			applyKV(ri.kv, id, ev)
 		}
 	}
 }
 
+// applyKV reports one engine KV event to kv, in the tier it happened in (vLLM's medium
+// string): observers that count lower tiers read CPU events, the others ignore them.
 func applyKV(kv router.KVEventObserver, id string, ev engine.KVEvent) {
 	switch {
-	case ev.Medium != engine.MediumGPU:
-		// The observers index the GPU's prefix cache: a block offloaded to the CPU tier (or
-		// evicted from it) says nothing of what the GPU holds.
 	case ev.Cleared:
 		kv.AllBlocksCleared(id)
 	case ev.Stored:
-		kv.BlockStored(id, ev.Hash, router.MediumGPU) // the engine models one tier
+		kv.BlockStored(id, ev.Hash, ev.Medium.String())
 	default:
-		kv.BlockRemoved(id, ev.Hash, router.MediumGPU)
+		kv.BlockRemoved(id, ev.Hash, ev.Medium.String())
 	}
 }

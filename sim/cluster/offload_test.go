@@ -11,13 +11,17 @@ import (
 // kvLog records what a KV event observer hears.
 type kvLog []string
 
-func (l *kvLog) BlockStored(ep string, h uint64, medium string)  { *l = append(*l, "stored") }
-func (l *kvLog) BlockRemoved(ep string, h uint64, medium string) { *l = append(*l, "removed") }
-func (l *kvLog) AllBlocksCleared(ep string)                      { *l = append(*l, "cleared") }
+func (l *kvLog) BlockStored(ep string, h uint64, medium string) {
+	*l = append(*l, "stored "+medium)
+}
+func (l *kvLog) BlockRemoved(ep string, h uint64, medium string) {
+	*l = append(*l, "removed "+medium)
+}
+func (l *kvLog) AllBlocksCleared(ep string) { *l = append(*l, "cleared") }
 
-// TestApplyKVKeepsCPUEventsFromGPUObservers checks that the CPU tier's events never reach a
-// policy's index of the GPU caches as GPU stores or removals.
-func TestApplyKVKeepsCPUEventsFromGPUObservers(t *testing.T) {
+// TestApplyKVForwardsTiers checks that each event reaches the policies in its own tier: the
+// CPU tier's stores and removals as CPU, never as GPU ones.
+func TestApplyKVForwardsTiers(t *testing.T) {
 	events := []engine.KVEvent{
 		{Stored: true, Hash: 1},
 		{Stored: true, Hash: 1, Medium: engine.MediumCPU, BlockSize: 16},
@@ -29,7 +33,7 @@ func TestApplyKVKeepsCPUEventsFromGPUObservers(t *testing.T) {
 	for _, ev := range events {
 		applyKV(&got, "replica-0", ev)
 	}
-	if diff := cmp.Diff(kvLog{"stored", "removed", "cleared"}, got); diff != "" {
+	if diff := cmp.Diff(kvLog{"stored GPU", "stored CPU", "removed CPU", "removed GPU", "cleared"}, got); diff != "" {
 		t.Errorf("observer heard (-want +got):\n%s", diff)
 	}
 }
