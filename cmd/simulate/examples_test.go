@@ -32,7 +32,7 @@ var exampleReductions = []struct {
 // light ones; an unlisted file counts as heavy.
 var exampleCost = map[string]string{
 	"tenant-flood.yaml": "light", "sglang-v0.4.yaml": "light", "sglang-v0.4-5-per-group.yaml": "light",
-	"kubeai-prefix-hash.yaml": "light", "mooncake-trace.yaml": "medium", "llm-d-kv-cache-wins.yaml": "medium",
+	"kubeai-prefix-hash.yaml": "light", "mooncake-trace.yaml": "medium", "offload.yaml": "medium", "llm-d-kv-cache-wins.yaml": "medium",
 }
 
 // skipExample reports why the file is skipped in this test binary, or "".
@@ -109,8 +109,9 @@ func chdir(t *testing.T, dir string) {
 func checkExampleAnswer(t *testing.T, out string, points []sweep.Point) {
 	t.Helper()
 	want := map[string][]string{} // group → the policies configured at its points
-	tenants, staged := false, map[string]bool{}
+	tenants, tier, staged := false, false, map[string]bool{}
 	for _, p := range points {
+		tier = tier || slices.ContainsFunc(p.Axes, func(a sweep.AxisValue) bool { return a.Path == "fleet.kv_offloading_size" })
 		for _, ps := range p.Policies {
 			if !slices.Contains(want[p.Group()], ps.Label()) {
 				want[p.Group()] = append(want[p.Group()], ps.Label())
@@ -162,6 +163,10 @@ func checkExampleAnswer(t *testing.T, out string, points []sweep.Point) {
 	}
 	if regexp.MustCompile(`ms \[-`).MatchString(md) {
 		t.Errorf("a latency interval reaches below zero")
+	}
+	if tier != strings.Contains(md, "\n"+report.SectionTier+"\n") || tier != strings.Contains(answer, "- CPU tier, for ") {
+		t.Errorf("CPU tier axis %v, but the CPU tier section or answer line is present: %v, %v", tier,
+			strings.Contains(md, report.SectionTier), strings.Contains(answer, "- CPU tier, for "))
 	}
 	if tenants != strings.Contains(md, "\n"+report.SectionFairness+"\n") || tenants != strings.Contains(answer, "- Fairness, for ") {
 		t.Errorf("tenants %v, but the Fairness section or answer line is present: %v, %v", tenants,

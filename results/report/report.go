@@ -54,6 +54,7 @@ func buildReport(runs []results.Run, plan []groupPlan, figs []figure) ([]byte, e
 	writeFlags(&b, plan)
 	writeVerdict(&b, plan, verdictMetrics(runs))
 	writeFairness(&b, plan)
+	writeTierSection(&b, plan)
 	writePlots(&b, plan, figs)
 	writePolicies(&b, plan)
 	writeStagesSection(&b, runs)

@@ -1,0 +1,125 @@
+package report
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"kvroute/results/stats"
+)
+
+// SectionTier compares groups that differ only in the fleet's CPU KV tier.
+const SectionTier = "## CPU tier"
+
+// tierKey matches the CPU tier's size in a group name ("offload kv_offloading_size=64,…").
+var tierKey = regexp.MustCompile(`,?kv_offloading_size=([^,\s]+)`)
+
+// tierPair is two groups alike but for the CPU tier: off has none (size 0), on has one.
+type tierPair struct {
+	base    string // the group name without the tier's size
+	size    string // the tier's size per replica, GiB
+	off, on *groupPlan
+}
+
+// tierPairs finds, in plan order, each group with a CPU tier and its twin without one.
+func tierPairs(plan []groupPlan) []tierPair {
+	offs := map[string]*groupPlan{}
+	for i := range plan {
+		if m := tierKey.FindStringSubmatch(plan[i].name); m != nil && m[1] == "0" {
+			offs[tierBase(plan[i].name)] = &plan[i]
+		}
+	}
+	var out []tierPair
+	for i := range plan {
+		m := tierKey.FindStringSubmatch(plan[i].name)
+		if m == nil || m[1] == "0" || offs[tierBase(plan[i].name)] == nil {
+			continue
+		}
+		base := tierBase(plan[i].name)
+		out = append(out, tierPair{base: base, size: m[1], off: offs[base], on: &plan[i]})
+	}
+	return out
+}
+
+// tierBase is a group name without its CPU tier's size.
+func tierBase(name string) string {
+	return strings.TrimSpace(strings.TrimSuffix(tierKey.ReplaceAllString(name, ""), " "))
+}
+
+// gap is the worst policy's p99 TTFT as a multiple of the best's at the group's top level.
+func gap(g *groupPlan) (j judgement, worst vs, ok bool) {
+	j, ok = judge(g.top().cells, metric("ttft_ms_p99"))
+	if !ok || len(j.others) == 0 {
+		return j, vs{}, false
+	}
+	return j, j.others[len(j.others)-1], true
+}
+
+// writeTierAnswer writes the answer's line for each pair: the policies to use with and
+// without the tier, and the best-to-worst gap in each.
+func writeTierAnswer(b *strings.Builder, pairs []tierPair) {
+	for _, p := range pairs {
+		jo, wo, ok1 := gap(p.off)
+		jn, wn, ok2 := gap(p.on)
+		if !ok1 || !ok2 {
+			continue
+		}
+		fmt.Fprintf(b, "- CPU tier, for **%s**: without one, use %s (%s); with %s GiB per replica, %s (%s). "+
+			"The worst policy's p99 TTFT is %s the best's without the tier (%s) and %s with it (%s).\n\n",
+			p.base, tiedNames(jo), ivText(jo.bestIV, jo.m.unit), p.size, tiedNames(jn), ivText(jn.bestIV, jn.m.unit),
+			ratioText(wo.iv), wo.c.variant, ratioText(wn.iv), wn.c.variant)
+	}
+}
+
+// tiedNames lists the best policy and those tied with it.
+func tiedNames(j judgement) string {
+	var names []string
+	for _, c := range j.tied() {
+		names = append(names, c.variant)
+	}
+	return strings.Join(names, ", ")
+}
+
+// writeTierSection writes, per pair, each policy's p99 and p50 TTFT with the tier as a
+// multiple of without it, paired over replications (both saw the same requests).
+func writeTierSection(b *strings.Builder, plan []groupPlan) {
+	pairs := tierPairs(plan)
+	if len(pairs) == 0 {
+		return
+	}
+	b.WriteString(SectionTier + "\n\n")
+	for _, p := range pairs {
+		off, on := p.off.top(), p.on.top()
+		fmt.Fprintf(b, "**%s** at %s, with a CPU tier of %s GiB per replica against none; a ratio below 1× means "+
+			"the tier helps (paired over replications):\n\n", p.base, on.rateText(p.on.unit), p.size)
+		b.WriteString("| policy | p99 TTFT without | p99 TTFT with | p99 with/without | p50 with/without |\n|---|---|---|---|---|\n")
+		for _, c := range on.cells {
+			i := indexCell(off.cells, c.variant)
+			if i < 0 {
+				continue
+			}
+			row := []string{c.variant}
+			for _, cc := range []*cell{off.cells[i], c} {
+				iv, _ := cc.interval(metric("ttft_ms_p99"))
+				row = append(row, ivText(iv, fmtMs))
+			}
+			for _, k := range []string{"ttft_ms_p99", "ttft_ms_p50"} {
+				x, y := paired(c, off.cells[i], metric(k))
+				iv, _ := stats.PairedT(x, y, true)
+				row = append(row, ratioText(iv))
+			}
+			b.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// indexCell finds the cell of a variant, or -1.
+func indexCell(cells []*cell, variant string) int {
+	for i, c := range cells {
+		if c.variant == variant {
+			return i
+		}
+	}
+	return -1
+}
