@@ -43,7 +43,7 @@ func tierPairs(plan []groupPlan) []tierPair {
 
 // tierBase is a group name without its CPU tier's size.
 func tierBase(name string) string {
-	return strings.TrimSpace(strings.TrimSuffix(tierKey.ReplaceAllString(name, ""), " "))
+	return strings.TrimSpace(strings.Replace(tierKey.ReplaceAllString(name, ""), " ,", " ", 1))
 }
 
 // gap is the worst policy's p99 TTFT as a multiple of the best's at the group's top level.
