@@ -134,6 +134,33 @@ func TestPublishedFidelityDirections(t *testing.T) {
 			}
 		}
 	})
+	t.Run("llm-d-tiered-prefix-cache", func(t *testing.T) {
+		// Full size (4 runs of 450 requests, a few seconds). Published, 30k prompt: the CPU tier
+		// lowers mean TTFT and E2E and raises throughput; 8k prompt (fits in HBM): no change.
+		// With the tier, mean TTFT 6.7 s and E2E 31.0 s land within 25%; the baseline does not
+		// (the open-loop rate overloads it: docs/fidelity.md).
+		runs := fidelityRun(t, "llm-d-tiered-prefix-cache.yaml")
+		run := func(tier, prompt string) string {
+			return "precise-prefix/kv_offloading_size=" + tier + ",system_prompt_tokens=" + prompt
+		}
+		off, on := run("0", "30000"), run("160", "30000")
+		for _, k := range []string{"ttft_ms", "e2e_ms"} {
+			if a, b := metric(t, runs, on, k, "mean"), metric(t, runs, off, k, "mean"); a >= b {
+				t.Errorf("30k prompt, mean %s: %.0f with the tier, %.0f without; published lower with", k, a, b)
+			}
+			if a, b := metric(t, runs, run("160", "8000"), k, "mean"), metric(t, runs, run("0", "8000"), k, "mean"); a > 1.1*b || a < 0.9*b {
+				t.Errorf("8k prompt, mean %s: %.0f with the tier, %.0f without; published no change", k, a, b)
+			}
+		}
+		if a, b := totalTokS(t, runs, on), totalTokS(t, runs, off); a <= b {
+			t.Errorf("30k prompt, total tok/s %.0f with the tier, %.0f without; published +21.1%%", a, b)
+		}
+		for k, want := range map[string]float64{"ttft_ms": 6700, "e2e_ms": 31000} {
+			if got := metric(t, runs, on, k, "mean"); got < 0.75*want || got > 1.25*want {
+				t.Errorf("30k prompt with the tier, mean %s %.0f ms, published %.0f ms (±25%%)", k, got, want)
+			}
+		}
+	})
 	t.Run("kubeai", func(t *testing.T) {
 		// Full size (8,000 requests, about a second a policy); round-robin is left out (its
 		// alignment with the cycled prompt list makes it a prompt-affinity router).

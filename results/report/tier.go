@@ -46,28 +46,32 @@ func tierBase(name string) string {
 	return strings.TrimSpace(strings.Replace(tierKey.ReplaceAllString(name, ""), " ,", " ", 1))
 }
 
-// gap is the worst policy's p99 TTFT as a multiple of the best's at the group's top level.
-func gap(g *groupPlan) (j judgement, worst vs, ok bool) {
-	j, ok = judge(g.top().cells, metric("ttft_ms_p99"))
-	if !ok || len(j.others) == 0 {
-		return j, vs{}, false
+// gap judges the group's top level by p99 TTFT and returns the worst policy against the best
+// (ok false for the worst when one policy ran).
+func gap(g *groupPlan) (j judgement, worst vs, judged, ok bool) {
+	j, judged = judge(g.top().cells, metric("ttft_ms_p99"))
+	if !judged || len(j.others) == 0 {
+		return j, vs{}, judged, false
 	}
-	return j, j.others[len(j.others)-1], true
+	return j, j.others[len(j.others)-1], true, true
 }
 
 // writeTierAnswer writes the answer's line for each pair: the policies to use with and
-// without the tier, and the best-to-worst gap in each.
+// without the tier, and the best-to-worst gap in each (with one policy, its p99 TTFT in each).
 func writeTierAnswer(b *strings.Builder, pairs []tierPair) {
 	for _, p := range pairs {
-		jo, wo, ok1 := gap(p.off)
-		jn, wn, ok2 := gap(p.on)
-		if !ok1 || !ok2 {
+		jo, wo, judged1, ok1 := gap(p.off)
+		jn, wn, judged2, ok2 := gap(p.on)
+		if !judged1 || !judged2 {
 			continue
 		}
-		fmt.Fprintf(b, "- CPU tier, for **%s**: without one, use %s (%s); with %s GiB per replica, %s (%s). "+
-			"The worst policy's p99 TTFT is %s the best's without the tier (%s) and %s with it (%s).\n\n",
-			p.base, tiedNames(jo), ivText(jo.bestIV, jo.m.unit), p.size, tiedNames(jn), ivText(jn.bestIV, jn.m.unit),
-			ratioText(wo.iv), wo.c.variant, ratioText(wn.iv), wn.c.variant)
+		fmt.Fprintf(b, "- CPU tier, for **%s**: without one, use %s (%s); with %s GiB per replica, %s (%s).",
+			p.base, tiedNames(jo), ivText(jo.bestIV, jo.m.unit), p.size, tiedNames(jn), ivText(jn.bestIV, jn.m.unit))
+		if ok1 && ok2 {
+			fmt.Fprintf(b, " The worst policy's p99 TTFT is %s the best's without the tier (%s) and %s with it (%s).",
+				ratioText(wo.iv), wo.c.variant, ratioText(wn.iv), wn.c.variant)
+		}
+		b.WriteString("\n\n")
 	}
 }
 
