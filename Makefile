@@ -31,4 +31,5 @@ fidelity:
 	$(GO) run ./cmd/simulate -config examples/published/sglang-v0.4-5-per-group.yaml -out out/fid-sglang-5 -quiet
 	$(GO) run ./cmd/simulate -config examples/published/llm-d-kv-cache-wins.yaml -out out/fid-llm-d -quiet
 	$(GO) run ./cmd/simulate -config examples/published/kubeai-prefix-hash.yaml -out out/fid-kubeai -quiet
+	$(GO) run ./cmd/simulate -config examples/published/llm-d-tiered-prefix-cache.yaml -out out/fid-tier -quiet
 	$(GO) test ./internal/calibrate -count=1 -v -run TestWorkloadCalibration
