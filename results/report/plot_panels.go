@@ -75,19 +75,12 @@ func overviewPNG(g *groupPlan) ([]byte, error) {
 			if len(pts.XYs) == 0 {
 				continue
 			}
-			for _, h := range pts.hi {
-				top = max(top, h)
-			}
-			if err := addPolicy(p, pts, g.policyIndex(v), v == best || v == worst); err != nil {
+			if err := addPolicyLine(p, pts, g.policyIndex(v), v == best || v == worst, &top); err != nil {
 				return nil, err
 			}
 			lines++
 		}
-		if om.log && lines > 0 {
-			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
-		} else if !om.log {
-			p.Y.Min, p.Y.Max = 0, max(top*1.05, 1e-9)
-		}
+		scaleY(p, om.log, lines, top)
 		panels = append(panels, p)
 	}
 	leg, names := policyLegend(g, best, worst)
@@ -239,3 +232,21 @@ func unlabelled(ticks []plot.Tick) []plot.Tick {
 
 // gridCols is the number of columns of a near-square grid of n panels.
 func gridCols(n int) int { return max(1, int(math.Ceil(math.Sqrt(float64(n))))) }
+
+// addPolicyLine adds one policy's line and raises top to its highest interval bound.
+func addPolicyLine(p *plot.Plot, pts ciPoints, idx int, highlight bool, top *float64) error {
+	for _, h := range pts.hi {
+		*top = max(*top, h)
+	}
+	return addPolicy(p, pts, idx, highlight)
+}
+
+// scaleY sets a panel's y axis: log-scaled with labelled ticks when the metric is a latency
+// and some line was drawn, else linear from 0 to a little above the highest bound.
+func scaleY(p *plot.Plot, log bool, lines int, top float64) {
+	if log && lines > 0 {
+		p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
+	} else if !log {
+		p.Y.Min, p.Y.Max = 0, max(top*1.05, 1e-9)
+	}
+}

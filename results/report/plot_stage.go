@@ -42,20 +42,13 @@ func stagePNG(g *groupPlan) ([]byte, error) {
 				if len(pts.XYs) == 0 {
 					continue
 				}
-				for _, h := range pts.hi {
-					top = max(top, h)
-				}
-				if err := addPolicy(p, pts, g.policyIndex(v), v == best || v == worst); err != nil {
+				if err := addPolicyLine(p, pts, g.policyIndex(v), v == best || v == worst, &top); err != nil {
 					return nil, err
 				}
 				lines++
 			}
 		}
-		if om.log && lines > 0 {
-			p.Y.Scale, p.Y.Tick.Marker = plot.LogScale{}, logTicks{}
-		} else if !om.log {
-			p.Y.Min, p.Y.Max = 0, max(top*1.05, 1e-9)
-		}
+		scaleY(p, om.log, lines, top)
 		panels = append(panels, p)
 	}
 	leg, names := policyLegend(g, best, worst)
