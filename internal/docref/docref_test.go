@@ -36,6 +36,7 @@ type outer struct {
 	// ByName is a map of sections.
 	ByName map[string]inner `yaml:"by_name"`
 	Bare   int              `yaml:"bare"`
+	//lint:ignore U1000 an unexported field, which Keys must leave out
 	hidden int
 	// Skip is not a key.
 	Skip int `yaml:"-"`
