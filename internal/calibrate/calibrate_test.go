@@ -25,11 +25,12 @@ const (
 
 const calibrationFile = "../../gpumodel/testdata/calibration.json"
 
-type point struct {
+// calPoint is one published point of gpumodel/testdata/calibration.json whose setup is S.
+type calPoint[S any] struct {
 	Name     string  `json:"name"`
 	Kind     string  `json:"kind"`
 	Metric   string  `json:"metric"`
-	Setup    Setup   `json:"setup"`
+	Setup    S       `json:"setup"`
 	Measured float64 `json:"measured"`
 	Unit     string  `json:"unit"`
 	Source   string  `json:"source"`
@@ -37,7 +38,16 @@ type point struct {
 	Exempt   string  `json:"exempt"`
 }
 
-func loadPoints(t *testing.T) []point {
+// point is a workload point; offloadPoint a CPU-tier one.
+type (
+	point        = calPoint[Setup]
+	offloadPoint = calPoint[OffloadSetup]
+)
+
+func loadPoints(t *testing.T) []point { return loadKind[Setup](t, "workload") }
+
+// loadKind returns the points of the given kind, decoded with its setup type.
+func loadKind[S any](t *testing.T, kind string) []calPoint[S] {
 	t.Helper()
 	raw, err := os.ReadFile(calibrationFile)
 	if err != nil {
@@ -49,15 +59,20 @@ func loadPoints(t *testing.T) []point {
 	if err := json.Unmarshal(raw, &doc); err != nil {
 		t.Fatalf("%s: %v", calibrationFile, err)
 	}
-	var pts []point
+	var pts []calPoint[S]
 	for i, r := range doc.Points {
-		var p point
+		var k struct{ Kind string }
+		if err := json.Unmarshal(r, &k); err != nil {
+			t.Fatalf("%s: point %d: %v", calibrationFile, i+1, err)
+		}
+		if k.Kind != kind {
+			continue
+		}
+		var p calPoint[S]
 		if err := json.Unmarshal(r, &p); err != nil {
 			t.Fatalf("%s: point %d: %v", calibrationFile, i+1, err)
 		}
-		if p.Kind == "workload" {
-			pts = append(pts, p)
-		}
+		pts = append(pts, p)
 	}
 	return pts
 }

@@ -1,60 +1,19 @@
 package calibrate
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
-	"os"
 	"strings"
 	"testing"
 	"text/tabwriter"
 )
-
-type offloadPoint struct {
-	Name     string       `json:"name"`
-	Kind     string       `json:"kind"`
-	Metric   string       `json:"metric"`
-	Setup    OffloadSetup `json:"setup"`
-	Measured float64      `json:"measured"`
-	Unit     string       `json:"unit"`
-	Source   string       `json:"source"`
-	Note     string       `json:"note"`
-	Exempt   string       `json:"exempt"`
-}
-
-func loadOffloadPoints(t *testing.T) []offloadPoint {
-	t.Helper()
-	raw, err := os.ReadFile(calibrationFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc struct {
-		Points []json.RawMessage `json:"points"`
-	}
-	if err := json.Unmarshal(raw, &doc); err != nil {
-		t.Fatalf("%s: %v", calibrationFile, err)
-	}
-	var pts []offloadPoint
-	for _, r := range doc.Points {
-		var kind struct{ Kind string }
-		if err := json.Unmarshal(r, &kind); err != nil || kind.Kind != "offload" {
-			continue
-		}
-		var p offloadPoint
-		if err := json.Unmarshal(r, &p); err != nil {
-			t.Fatalf("%s: %v", calibrationFile, err)
-		}
-		pts = append(pts, p)
-	}
-	return pts
-}
 
 // TestOffloadCalibration simulates every published CPU-tier point of kind offload in
 // gpumodel/testdata/calibration.json and fails when one not marked exempt misses by more
 // than ±25%, or when loading from the CPU tier is not faster than computing, and more so
 // the longer the prompt (the published direction).
 func TestOffloadCalibration(t *testing.T) {
-	pts := loadOffloadPoints(t)
+	pts := loadKind[OffloadSetup](t, "offload")
 	if len(pts) < 4 {
 		t.Fatalf("%d offload points, want the vLLM blog's", len(pts))
 	}
