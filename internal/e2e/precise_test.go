@@ -32,15 +32,18 @@ type preciseSystem struct {
 	url     string
 }
 
-func startPrecise(t *testing.T, policy string, replicas, routers int) *preciseSystem {
+// startEventReplicas starts n emulated replicas, each publishing its KV events on a socket of
+// its own, with tweak (when not nil) applied to each one's configuration. It returns their
+// URLs and the kv_events.connect entries that subscribe to them.
+func startEventReplicas(ctx context.Context, t *testing.T, n int, tweak func(*emulate.Config)) (urls, connect []string) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	var urls, connect []string
-	for range replicas {
+	for range n {
 		cfg := emulate.DefaultConfig()
 		cfg.Model, cfg.Speed, cfg.Addr = model, 1, "127.0.0.1:0"
 		cfg.KVEvents = emulate.KVEventsConfig{Endpoint: "tcp://" + nettest.FreeAddr(t), Bind: true}
+		if tweak != nil {
+			tweak(&cfg)
+		}
 		r, err := emulate.NewReplica(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -53,6 +56,14 @@ func startPrecise(t *testing.T, policy string, replicas, routers int) *preciseSy
 		urls = append(urls, u)
 		connect = append(connect, u+"="+cfg.KVEvents.Endpoint)
 	}
+	return urls, connect
+}
+
+func startPrecise(t *testing.T, policy string, replicas, routers int) *preciseSystem {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	urls, connect := startEventReplicas(ctx, t, replicas, nil)
 	s := &preciseSystem{}
 	var fronts []*url.URL
 	for range routers {

@@ -39,25 +39,10 @@ func TestPreciseRoutesToCPUTier(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	var urls, connect []string
-	for range 2 {
-		cfg := emulate.DefaultConfig()
-		cfg.Model, cfg.Speed, cfg.Addr = model, 1, "127.0.0.1:0"
+	urls, connect := startEventReplicas(ctx, t, 2, func(cfg *emulate.Config) {
 		cfg.NumBlocks = 64                                 // 1,024 tokens: a few prompts evict the first
 		cfg.Offload = engine.OffloadConfig{Bytes: 1 << 30} // about 500 blocks of 2 MB
-		cfg.KVEvents = emulate.KVEventsConfig{Endpoint: "tcp://" + nettest.FreeAddr(t), Bind: true}
-		r, err := emulate.NewReplica(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := r.Start(ctx); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { r.Close() })
-		u := "http://" + r.Addr()
-		urls = append(urls, u)
-		connect = append(connect, u+"="+cfg.KVEvents.Endpoint)
-	}
+	})
 	gcfg := gateway.DefaultConfig()
 	gcfg.Policy, gcfg.Backends, gcfg.DebugHeaders = "precise-prefix", urls, true
 	gcfg.KVEvents.Connect = connect
