@@ -41,6 +41,8 @@ type Sim struct {
 	reps   []*engine.Replica
 	salt   uint64
 	open   []*kvBatch // per replica: the BlockStored event being collected, if any
+	// batching is whether some router's policy takes KV events whole.
+	batching bool
 
 	arrivalEv     sim.EventID
 	arrivalAt     sim.Time
@@ -118,6 +120,7 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 		ri := &routerInst{}
 		ri.kv, _ = p.(router.KVEventObserver)
 		ri.batch, _ = p.(router.KVEventBatchObserver)
+		s.batching = s.batching || ri.batch != nil
 		_, ri.ft = p.(router.FirstTokenObserver)
 		s.rt = append(s.rt, ri)
 	}

@@ -20,7 +20,7 @@ type kvBatch struct {
 // batchStored adds stored block ev of replica i to its open event, or opens one, when some
 // router takes events whole.
 func (s *Sim) batchStored(i int, ev engine.KVEvent) {
-	if !s.batching() {
+	if !s.batching {
 		return
 	}
 	if s.open == nil {
@@ -46,13 +46,4 @@ func (s *Sim) deliverBatch(b *kvBatch) {
 			ri.batch.BlocksStored(id, b.hashes, b.parent, b.hasParent, router.MediumGPU)
 		}
 	}
-}
-
-func (s *Sim) batching() bool {
-	for _, ri := range s.rt {
-		if ri.batch != nil {
-			return true
-		}
-	}
-	return false
 }
