@@ -70,6 +70,17 @@ func (l *Lifecycle) Assign(t *Ticket, req *Request, id string, now time.Time) er
 // decide runs one attempt for t: Pick on the pool with the endpoints t failed on marked not
 // ready, then charge and Routed. l.mu is held.
 func (l *Lifecycle) decide(t *Ticket, now time.Time) error {
+	d, err := l.pick(t, now)
+	if err != nil {
+		return err
+	}
+	l.route(t, d, now)
+	return nil
+}
+
+// pick asks the policy for t's next attempt, with the endpoints t failed on hidden, and
+// checks its answer; nothing is charged. l.mu is held.
+func (l *Lifecycle) pick(t *Ticket, now time.Time) (Decision, error) {
 	eps := l.snap.Endpoints
 	l.hidden = l.hidden[:0]
 	for _, id := range t.failed {
@@ -85,14 +96,13 @@ func (l *Lifecycle) decide(t *Ticket, now time.Time) error {
 		eps[i].Ready = true
 	}
 	if err != nil {
-		return err
+		return Decision{}, err
 	}
 	if d.Index < 0 || d.Index >= len(eps) {
-		return fmt.Errorf("router: policy %s picked endpoint %d of %d", l.pol.p.Name(), d.Index, len(eps))
+		return Decision{}, fmt.Errorf("router: policy %s picked endpoint %d of %d", l.pol.p.Name(), d.Index, len(eps))
 	}
 	d.Seq = l.seq
-	l.route(t, d, now)
-	return nil
+	return d, nil
 }
 
 // route charges t's attempt on endpoint d.Index and reports it to the policy. l.mu is held.

@@ -19,6 +19,9 @@ type PolicySpec struct {
 	Name string
 	// Params are the policy's parameters; nil means the policy's defaults.
 	Params map[string]any
+	// PD routes a fleet with prefill and decode pools; nil for a spec of one policy, which
+	// such a fleet runs on both stages with the always decider (PolicySpec.BuildPD).
+	PD *PDSpec
 }
 
 // UnmarshalYAML reads a name or a mapping with a name and parameters.
@@ -39,6 +42,14 @@ func (p *PolicySpec) UnmarshalYAML(n *yaml.Node) error {
 		return fmt.Errorf("line %d: policy: the mapping needs a name", n.Line)
 	}
 	delete(m, "name")
+	if isPDSpec(m) {
+		pd, err := decodePDSpec(n.Line, m)
+		if err != nil {
+			return err
+		}
+		*p = PolicySpec{Name: name, PD: pd}
+		return nil
+	}
 	*p = PolicySpec{Name: name, Params: m}
 	if len(m) == 0 {
 		p.Params = nil
@@ -48,6 +59,9 @@ func (p *PolicySpec) UnmarshalYAML(n *yaml.Node) error {
 
 // MarshalYAML writes the short form when there are no parameters.
 func (p PolicySpec) MarshalYAML() (any, error) {
+	if p.PD != nil {
+		return p.PD.marshal(p.Name)
+	}
 	if len(p.Params) == 0 {
 		return p.Name, nil
 	}

@@ -1,0 +1,165 @@
+package router
+
+import (
+	"fmt"
+	"sort"
+)
+
+// The deciders' reasons.
+const (
+	// ReasonPDAlways: the always decider disaggregated.
+	ReasonPDAlways = "pd-always"
+	// ReasonPDNever: the never decider kept the prefill local.
+	ReasonPDNever = "pd-never"
+	// ReasonPDUncached: enough of the prompt is uncached on the decode endpoint.
+	ReasonPDUncached = "pd-uncached"
+	// ReasonPDCached: too little of the prompt is uncached, or the prompt is too short.
+	ReasonPDCached = "pd-cached"
+)
+
+// AlwaysDeciderConfig configures the always decider: every request prefills remotely, as
+// llm-d's always-disagg-pd-decider (llm-d/llm-d guides/pd-disaggregation), SGLang's PD
+// router and vLLM's toy proxy run.
+type AlwaysDeciderConfig struct{}
+
+// Validate accepts every value.
+func (AlwaysDeciderConfig) Validate() error { return nil }
+
+// NeverDeciderConfig configures the never decider: every request prefills on its decode
+// endpoint (a P/D fleet routed as if aggregated; the factory default of llm-d's
+// prefix-based decider, non_cached_tokens 0).
+type NeverDeciderConfig struct{}
+
+// Validate accepts every value.
+func (NeverDeciderConfig) Validate() error { return nil }
+
+// PrefixDeciderConfig configures llm-d's prefix-based-pd-decider
+// (llm-d/llm-d-inference-scheduler pkg/epp/framework/plugins/scheduling/profilehandler/disagg/
+// prefix_based_pd_decider.go): disaggregate when the prompt's tokens not cached on the chosen
+// decode endpoint reach NonCachedTokens and the prompt has at least PromptTokens tokens.
+type PrefixDeciderConfig struct {
+	// NonCachedTokens is the least number of prompt tokens not cached on the decode endpoint
+	// for a remote prefill; 0 never disaggregates (the factory default). llm-d's shipped
+	// configs set 16 (deploy/config/pd-epp-config.yaml), which is this default.
+	NonCachedTokens int `json:"non_cached_tokens"`
+	// PromptTokens is the least prompt length for a remote prefill; 0: any.
+	PromptTokens int `json:"prompt_tokens"`
+}
+
+// DefaultPrefixDeciderConfig returns llm-d's shipped value, non_cached_tokens 16.
+func DefaultPrefixDeciderConfig() PrefixDeciderConfig {
+	return PrefixDeciderConfig{NonCachedTokens: 16}
+}
+
+// Validate reports negative thresholds.
+func (c PrefixDeciderConfig) Validate() error {
+	if c.NonCachedTokens < 0 || c.PromptTokens < 0 {
+		return fmt.Errorf("non_cached_tokens %d, prompt_tokens %d: want >= 0", c.NonCachedTokens, c.PromptTokens)
+	}
+	return nil
+}
+
+// TokenCapDeciderConfig configures NVIDIA Dynamo's conditional prefill, policy token_cap
+// (ai-dynamo/dynamo lib/kv-router/src/scheduling/config.rs): the prefill stays on the decode
+// worker when the net-new tokens after its cached prefix are at most BypassBelowTokens.
+type TokenCapDeciderConfig struct {
+	// BypassBelowTokens is conditional_prefill_bypass_below_tokens (default 5000).
+	BypassBelowTokens int `json:"bypass_below_tokens"`
+}
+
+// DefaultTokenCapDeciderConfig returns Dynamo's default, 5000 tokens.
+func DefaultTokenCapDeciderConfig() TokenCapDeciderConfig {
+	return TokenCapDeciderConfig{BypassBelowTokens: 5000}
+}
+
+// Validate reports a negative cap.
+func (c TokenCapDeciderConfig) Validate() error {
+	if c.BypassBelowTokens < 0 {
+		return fmt.Errorf("bypass_below_tokens %d: want >= 0", c.BypassBelowTokens)
+	}
+	return nil
+}
+
+type alwaysDecider struct{}
+
+func (alwaysDecider) Name() string                              { return "always" }
+func (alwaysDecider) Disaggregate(*Request, int) (bool, string) { return true, ReasonPDAlways }
+
+type neverDecider struct{}
+
+func (neverDecider) Name() string                              { return "never" }
+func (neverDecider) Disaggregate(*Request, int) (bool, string) { return false, ReasonPDNever }
+
+type prefixDecider struct{ c PrefixDeciderConfig }
+
+func (prefixDecider) Name() string { return "prefix-based" }
+
+// Disaggregate follows prefix_based_pd_decider.go's disaggregate: off when the threshold is
+// 0, the prompt is shorter than PromptTokens, or fewer than NonCachedTokens tokens are
+// uncached on the decode endpoint.
+func (d prefixDecider) Disaggregate(req *Request, cached int) (bool, string) {
+	n := req.InputTokens
+	if d.c.NonCachedTokens == 0 || n == 0 || n < d.c.PromptTokens || n-cached < d.c.NonCachedTokens {
+		return false, ReasonPDCached
+	}
+	return true, ReasonPDUncached
+}
+
+type tokenCapDecider struct{ c TokenCapDeciderConfig }
+
+func (tokenCapDecider) Name() string { return "token-cap" }
+
+func (d tokenCapDecider) Disaggregate(req *Request, cached int) (bool, string) {
+	if req.InputTokens-cached <= d.c.BypassBelowTokens {
+		return false, ReasonPDCached
+	}
+	return true, ReasonPDUncached
+}
+
+// deciderFactories maps each decider's registry name to its builder.
+var deciderFactories = map[string]func(map[string]any) (Decider, error){
+	"always": deciderOf(func() AlwaysDeciderConfig { return AlwaysDeciderConfig{} },
+		func(AlwaysDeciderConfig) Decider { return alwaysDecider{} }),
+	"never": deciderOf(func() NeverDeciderConfig { return NeverDeciderConfig{} },
+		func(NeverDeciderConfig) Decider { return neverDecider{} }),
+	"prefix-based": deciderOf(DefaultPrefixDeciderConfig,
+		func(c PrefixDeciderConfig) Decider { return prefixDecider{c} }),
+	"token-cap": deciderOf(DefaultTokenCapDeciderConfig,
+		func(c TokenCapDeciderConfig) Decider { return tokenCapDecider{c} }),
+}
+
+func deciderOf[C validator](defaults func() C, build func(C) Decider) func(map[string]any) (Decider, error) {
+	return func(params map[string]any) (Decider, error) {
+		cfg := defaults()
+		if err := DecodeParams(params, &cfg); err != nil {
+			return nil, err
+		}
+		if err := cfg.Validate(); err != nil {
+			return nil, err
+		}
+		return build(cfg), nil
+	}
+}
+
+// DeciderNames returns the registered deciders' names in ascending order.
+func DeciderNames() []string {
+	names := make([]string, 0, len(deciderFactories))
+	for n := range deciderFactories {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// NewDecider builds the decider called name with params (nil: its defaults).
+func NewDecider(name string, params map[string]any) (Decider, error) {
+	f, ok := deciderFactories[name]
+	if !ok {
+		return nil, fmt.Errorf("router: unknown decider %q (known: %v)", name, DeciderNames())
+	}
+	d, err := f(params)
+	if err != nil {
+		return nil, fmt.Errorf("router: decider %s: %w", name, err)
+	}
+	return d, nil
+}
