@@ -26,7 +26,7 @@ func (p Point) validate() error {
 	}
 	reg := router.Builtin()
 	for i, ps := range p.Policies {
-		if _, err := reg.New(ps.Name, ps.Params, 1); err != nil {
+		if err := ps.Check(reg); err != nil {
 			errs = append(errs, fmt.Errorf("policies[%d]: %w", i, err))
 		}
 	}
