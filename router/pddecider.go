@@ -49,11 +49,11 @@ func (NeverDeciderConfig) Validate() error { return nil }
 type PrefixDeciderConfig struct {
 	// NonCachedTokens is the least number of prompt tokens not cached on the decode endpoint
 	// for a remote prefill (nonCachedTokens); 0 never disaggregates, the factory default
-	// (l.58-61, 111-113). llm-d's shipped configs set 16 (deploy/config/pd-epp-config.yaml:18-20),
+	// (prefix_based_pd_decider.go:58-61, 111-113). llm-d's shipped configs set 16 (deploy/config/pd-epp-config.yaml:18-20),
 	// which is this default.
 	NonCachedTokens int `json:"non_cached_tokens"`
 	// PromptTokens is the least prompt length in tokens for a remote prefill (promptTokens);
-	// 0: any (l.124-127). Upstream's field comment speaks of characters / 4, but the code
+	// 0: any (prefix_based_pd_decider.go:124-127). Upstream's field comment speaks of characters / 4, but the code
 	// compares the tokenized prompt's token count, which is what this is.
 	PromptTokens int `json:"prompt_tokens"`
 }
@@ -168,6 +168,30 @@ func deciderOf[C validator](defaults func() C, build func(C) Decider) func(map[s
 		}
 		return build(cfg), nil
 	}
+}
+
+// deciderInfos is what DeciderInfos reports about each decider: the upstream code it
+// reproduces and its rule in one line. docs/policies.md ("P/D routing") explains each.
+var deciderInfos = map[string]PolicyInfo{
+	"always": {Source: "llm-d always-disagg-pd-decider (llm-d/llm-d-router v0.10.0 pkg/epp/framework/plugins/scheduling/profilehandler/disagg/always_disagg_pd_decider.go); Dynamo without conditional prefill; SGLang's PD router; vLLM's toy proxy",
+		Rule: "every request prefills on a prefill endpoint"},
+	"never": {Source: "kvroute (llm-d's prefix-based decider with non_cached_tokens 0)",
+		Rule: "every request prefills on its decode endpoint"},
+	"prefix-based": {Source: "llm-d prefix-based-pd-decider (llm-d/llm-d-router v0.10.0 pkg/epp/framework/plugins/scheduling/profilehandler/disagg/prefix_based_pd_decider.go)",
+		Rule: "remote prefill iff prompt ≥ prompt_tokens and prompt − cached blocks × block size on the decode endpoint ≥ non_cached_tokens (> 0)"},
+	"token-cap": {Source: "NVIDIA Dynamo conditional prefill, policy token_cap (ai-dynamo/dynamo lib/kv-router/src/conditional_prefill.rs, scheduling/config.rs at 0243c51b)",
+		Rule: "local prefill iff prompt − device-cached tokens on the decode worker ≤ bypass_below_tokens"},
+}
+
+// DeciderInfos returns each registered decider's name, source and rule, in name order.
+func DeciderInfos() []PolicyInfo {
+	out := make([]PolicyInfo, 0, len(deciderFactories))
+	for _, n := range DeciderNames() {
+		info := deciderInfos[n]
+		info.Name = n
+		out = append(out, info)
+	}
+	return out
 }
 
 // DeciderNames returns the registered deciders' names in ascending order.
