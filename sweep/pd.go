@@ -120,6 +120,9 @@ func (p PolicySpec) BuildPD(reg *router.Registry, seed uint64) (router.PDPolicy,
 // Check reports whether reg builds p: its policy, or its decider and both stages' policies.
 func (p PolicySpec) Check(reg *router.Registry) error {
 	if p.PD == nil {
+		if _, ok := pdProfiles[p.Name]; ok {
+			return fmt.Errorf("%s is a P/D profile, which takes no parameters: write it out as {name, decider, prefill, decode} to change it", p.Name)
+		}
 		_, err := reg.New(p.Name, p.Params, 1)
 		return err
 	}

@@ -78,6 +78,17 @@ func TestPDProfilesBuild(t *testing.T) {
 	}
 }
 
+// TestPDProfileIsACopy checks that changing a profile's spec leaves the shipped one alone.
+func TestPDProfileIsACopy(t *testing.T) {
+	a, _ := PDProfile("llm-d-pd")
+	a.Decode.Params["prefix_weight"] = 99
+	a.Decider.Name = "never"
+	b, _ := PDProfile("llm-d-pd")
+	if b.Decode.Params["prefix_weight"] != 2 || b.Decider.Name != "prefix-based" {
+		t.Fatalf("the shipped profile changed: %+v", b)
+	}
+}
+
 // TestPDProfileDeciders checks that each profile's decider decides as its upstream does on
 // one request: llm-d's disaggregates 16 uncached tokens and not 15, Dynamo's conditional one
 // keeps 5000 net-new tokens local and not 5001, the others always disaggregate.
@@ -116,6 +127,7 @@ func TestPDSpecCheck(t *testing.T) {
 		"{name: x, prefill: nope, decode: random}":                                                        "prefill",
 		"{name: x, prefill: random, decode: {name: kv-router, overlap_score_credit: -1}}":                 "decode",
 		"{name: x, decider: {name: token-cap, bypass_below_tokens: -1}, prefill: random, decode: random}": "bypass_below_tokens",
+		"{name: llm-d-pd, non_cached_tokens: 8}":                                                          "takes no parameters",
 	} {
 		spec, err := ParsePolicySpec([]byte(in))
 		if err != nil {
