@@ -103,8 +103,9 @@ func (r ReplicaConfig) offload(d gpumodel.Deployment, rel engine.Release, sectio
 		return engine.OffloadConfig{}, keyErr(section, "kv_offloading_size", " %v: want GiB in [0, 2^30)", size)
 	}
 	if size == 0 {
-		if r.KVOffloadingBlockSize != 0 || r.KVOffloadingPromptOnly != nil {
-			return engine.OffloadConfig{}, keyErr(section, "kv_offloading_size", " is 0: kv_offloading_block_size and kv_offloading_prompt_only need a CPU tier")
+		if r.KVOffloadingBlockSize != 0 || r.KVOffloadingPromptOnly != nil || r.KVOffloadingEvictionPolicy != "" {
+			return engine.OffloadConfig{}, keyErr(section, "kv_offloading_size", " is 0: kv_offloading_block_size, "+
+				"kv_offloading_prompt_only and kv_offloading_eviction_policy need a CPU tier")
 		}
 		return engine.OffloadConfig{}, nil
 	}
@@ -112,7 +113,11 @@ func (r ReplicaConfig) offload(d gpumodel.Deployment, rel engine.Release, sectio
 		return engine.OffloadConfig{}, keyErr(section, "kv_offloading_size", ": vLLM %s has no offloading connector (V1 only)", rel.Name)
 	}
 	c := engine.OffloadConfig{Bytes: int64(size * gpumodel.GiB), BlockSize: r.KVOffloadingBlockSize,
-		Decode: r.KVOffloadingPromptOnly != nil && !*r.KVOffloadingPromptOnly}
+		Decode: r.KVOffloadingPromptOnly != nil && !*r.KVOffloadingPromptOnly, Eviction: r.KVOffloadingEvictionPolicy}
+	if p := c.Eviction; p != "" && p != engine.EvictionLRU && p != engine.EvictionARC {
+		return engine.OffloadConfig{}, keyErr(section, "kv_offloading_eviction_policy", " %q: want %s or %s",
+			p, engine.EvictionLRU, engine.EvictionARC)
+	}
 	if err := c.Validate(d); err != nil {
 		return engine.OffloadConfig{}, &KeyError{Key: section + ".kv_offloading_size", Err: fmt.Errorf("%s.kv_offloading_size: %w", section, err)}
 	}

@@ -29,6 +29,9 @@ func TestReplicaEngineErrorsNameTheKey(t *testing.T) {
 		{"negative CPU tier", func(r *ReplicaConfig) { r.KVOffloadingSize = -1 }, "hardware.a.kv_offloading_size"},
 		{"CPU block size not a multiple", func(r *ReplicaConfig) { r.KVOffloadingSize, r.KVOffloadingBlockSize = 64, 24 }, "hardware.a.kv_offloading_size"},
 		{"CPU block size without a tier", func(r *ReplicaConfig) { r.KVOffloadingBlockSize = 32 }, "hardware.a.kv_offloading_size"},
+		{"ARC eviction", func(r *ReplicaConfig) { r.KVOffloadingSize, r.KVOffloadingEvictionPolicy = 64, "arc" }, ""},
+		{"unknown eviction policy", func(r *ReplicaConfig) { r.KVOffloadingSize, r.KVOffloadingEvictionPolicy = 64, "lfu" }, "hardware.a.kv_offloading_eviction_policy"},
+		{"eviction policy without a tier", func(r *ReplicaConfig) { r.KVOffloadingEvictionPolicy = "arc" }, "hardware.a.kv_offloading_size"},
 		{"CPU tier on V0", func(r *ReplicaConfig) {
 			r.KVOffloadingSize, r.VLLM, r.MaxNumBatchedTokens = 64, "v0.6", 4096
 		}, "hardware.a.kv_offloading_size"},
@@ -152,5 +155,20 @@ func TestOffloadSizeIsAnAxis(t *testing.T) {
 	}
 	if len(got) != 2 || got[0] != 0 || got[1] != 64 {
 		t.Errorf("sizes %v, want [0 64]", got)
+	}
+}
+
+// TestEvictionPolicyReachesTheEngine checks that the fleet's CPU tier eviction policy is the
+// engine's, and LRU when absent.
+func TestEvictionPolicyReachesTheEngine(t *testing.T) {
+	for _, want := range []string{"", "lru", "arc"} {
+		r := ReplicaConfig{GPU: "H100-SXM-80GB", Model: "llama-3.1-8b", KVOffloadingSize: 64, KVOffloadingEvictionPolicy: want}
+		ec, err := r.Engine(gpumodel.DefaultCatalog(), "fleet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ec.Offload.Eviction != want {
+			t.Errorf("kv_offloading_eviction_policy %q: engine evicts by %q", want, ec.Offload.Eviction)
+		}
 	}
 }

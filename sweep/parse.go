@@ -101,6 +101,10 @@ type ReplicaConfig struct {
 	// default, when absent) offloads prompt blocks only, false the blocks generated while
 	// decoding too.
 	KVOffloadingPromptOnly *bool `yaml:"kv_offloading_prompt_only,omitempty"`
+	// KVOffloadingEvictionPolicy is the offloading connector's eviction_policy, how the CPU
+	// tier picks the blocks to drop when full: lru (the default, when absent) or arc
+	// (adaptive replacement: blocks used again outlive blocks used once).
+	KVOffloadingEvictionPolicy string `yaml:"kv_offloading_eviction_policy,omitempty"`
 }
 
 // RouterConfig is the router's view of the fleet.

@@ -120,13 +120,16 @@ func newTenant(spec TenantConfig, seed uint64, o *options) (*tenant, error) {
 		t.prefix = spec.Name + "/"
 	}
 	t.multi = w.Kind == KindSyntheticChat || (w.Kind == KindSharedPrefix && w.Turns > 1) ||
-		(w.Kind == KindShareGPT && w.Mode == ModeMultiTurn) || w.Kind == KindChatPrefixes
+		(w.Kind == KindShareGPT && w.Mode == ModeMultiTurn) || w.Kind == KindChatPrefixes || w.Concurrency > 0
 	return t, nil
 }
 
 func newSource(w WorkloadConfig, seed uint64, o *options) (source, error) {
 	switch w.Kind {
 	case KindSharedPrefix:
+		if w.Concurrency > 0 {
+			return newClients(newSharedPrefix(w, seed, o.text), w.Concurrency, 0, seed), nil
+		}
 		return newSharedPrefix(w, seed, o.text), nil
 	case KindSyntheticChat:
 		return newSyntheticChat(w, seed, o.text), nil
@@ -137,7 +140,7 @@ func newSource(w WorkloadConfig, seed uint64, o *options) (source, error) {
 	case KindAzure:
 		return nonEmpty(newAzureSource(w, seed, o))
 	case KindChatPrefixes:
-		return newChatPrefixes(w, seed, o.text), nil
+		return newChatPrefixClients(w, seed, o.text), nil
 	}
 	return nil, errors.New("workloads: unknown kind " + string(w.Kind)) // Validate prevents this
 }

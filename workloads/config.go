@@ -160,7 +160,11 @@ type WorkloadConfig struct {
 	Prompts int `yaml:"prompts,omitempty"`
 	// Rounds is how many times chat-prefixes sends its prompt list (default 10).
 	Rounds int `yaml:"rounds,omitempty"`
-	// Concurrency is the number of chat-prefixes closed-loop clients (default 800).
+	// Concurrency is the number of closed-loop clients, each sending its next request as
+	// soon as its previous one finishes, so that this many are in flight once all have
+	// started; the arrival process says when each client starts (immediate: all at 0).
+	// chat-prefixes (default 800) and shared-prefix with turns 1 (default 0: open loop,
+	// one request per arrival).
 	Concurrency int `yaml:"concurrency,omitempty"`
 	// MinTurns is the fewest turns of a chat-prefixes conversation (default 8).
 	MinTurns int `yaml:"min_turns,omitempty"`

@@ -20,6 +20,7 @@ const (
 	maxTenants       = 1000
 	maxStages        = 10_000
 	maxStageDuration = 24 * time.Hour
+	maxConcurrency   = 1_000_000 // closed-loop clients
 )
 
 // problems collects config errors with the path of the offending field.
@@ -62,6 +63,7 @@ func (c Config) Validate() error {
 	if r.Arrival.Normalize && c.Requests == 0 {
 		p.add("arrival.normalize", "needs requests > 0 (the number of arrivals to rescale)")
 	}
+	p.closedLoop(c, r)
 	if c.Requests == 0 && c.Duration == 0 && len(r.Arrival.Stages) > 0 {
 		for i, t := range r.Workload.Tenants {
 			if t.Arrival != nil && t.Arrival.Process != ProcessTrace {
@@ -71,6 +73,22 @@ func (c Config) Validate() error {
 		}
 	}
 	return errors.Join(p.errs...)
+}
+
+// closedLoop checks the rules of closed-loop shared-prefix clients, c as written and r
+// resolved: clients start on a plain arrival process, and clients drawing prompts forever
+// need a cap to end.
+func (p *problems) closedLoop(c, r Config) {
+	w := r.Workload
+	if w.Kind != KindSharedPrefix || w.Concurrency == 0 {
+		return
+	}
+	if len(r.Arrival.Stages) > 0 {
+		p.add("arrival.stages", "not used with workload.concurrency (closed-loop clients hold their concurrency)")
+	}
+	if w.Repeat != nil && *w.Repeat && c.Requests == 0 && c.Duration == 0 {
+		p.add("workload.concurrency", "with repeat the clients never stop: set requests or duration")
+	}
 }
 
 // workload checks one workload: raw as written, r resolved.
@@ -142,6 +160,8 @@ func fieldsFor(r WorkloadConfig) []string {
 			"question_tokens", "repeat", "cycle", "turns", "output_tokens"}
 		if r.Turns > 1 {
 			f = append(f, think...)
+		} else {
+			f = append(f, "concurrency")
 		}
 		return f
 	case KindSyntheticChat:
@@ -183,6 +203,7 @@ func (p *problems) sharedPrefix(path string, r WorkloadConfig) {
 	p.intRange(path+".question_tokens", r.QuestionTokens, 1, maxSegmentTokens)
 	p.intRange(path+".output_tokens", r.OutputTokens, 1, maxSegmentTokens)
 	p.intRange(path+".turns", r.Turns, 1, maxTurnsLimit)
+	p.intRange(path+".concurrency", r.Concurrency, 0, maxConcurrency)
 	if r.Cycle && !*r.Repeat {
 		p.add(path+".cycle", "needs repeat: true (without repeat every prompt is sent once)")
 	}

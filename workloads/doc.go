@@ -67,6 +67,13 @@
 // (ShareGPT), the one Done reports (live), or Request.AnswerTokens, which a simulator can
 // "generate" so its prefix cache holds exactly what the next turn sends.
 //
+// Concurrency closed-loop clients (chat-prefixes, and shared-prefix with turns 1) hold a
+// constant number of requests in flight instead: the arrival process starts each client
+// (immediate: all at 0), and a client sends the source's next prompt the instant Done
+// reports its previous one, until the source runs out or a cap ends the run. The prompts
+// are the open-loop stream's, in the same order; only their timing is the loop's. A client
+// is a session (its requests are turns of one Session, each a prompt of its own).
+//
 // # Load stages
 //
 // ArrivalConfig.Stages runs a load ladder in one run, as inference-perf's `load.stages`:
@@ -98,7 +105,7 @@
 //	shared-prefix   preset sglang|inference-perf; groups 64|10; prompts_per_group 16|10;
 //	                system_prompt_tokens 2048|100; question_tokens 128|50; output_tokens 256|50;
 //	                repeat false|true; cycle false (needs repeat); turns 1; think_time 0 and
-//	                think_dist constant (turns > 1)
+//	                think_dist constant (turns > 1); concurrency 0 = open loop (turns 1)
 //	synthetic-chat  mean_turns 3.51; max_turns 32; prompt_tokens 161; output_tokens 338;
 //	                length_dist lognormal|exponential|constant; prompt_sigma 1.0; output_sigma 0.8;
 //	                max_message_tokens 4096; system_prompts 0; system_prompt_tokens 1024;

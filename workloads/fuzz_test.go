@@ -149,7 +149,9 @@ func FuzzParseConfig(f *testing.F) {
 		"arrival: {rate: .nan}", "duration: 1e999h", "workload: &a {tenants: [*a]}",
 		"workload: {repeat: true, cycle: true}\narrival: {stages: [{rate: 3, duration: 2s, warmup: true}, {rate: 0.5, duration: 1s}]}",
 		"arrival: {process: gamma, drain: false, stages: [{rate: 1e6, duration: 1ns}]}",
-		"arrival: {stage_interval: -1s, stages: [{rate: 2, duration: 24h}]}"} {
+		"arrival: {stage_interval: -1s, stages: [{rate: 2, duration: 24h}]}",
+		"workload: {groups: 2, prompts_per_group: 2, concurrency: 3}\narrival: {process: immediate}",
+		"workload: {repeat: true, concurrency: 2}\nrequests: 5"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -25,9 +25,6 @@ type turn struct {
 	output    int     // answer length to request, tokens
 	answer    segment // the dataset's answer (ShareGPT); synthesised when !hasAnswer
 	hasAnswer bool
-	// fresh, when set, makes the turn a prompt of its own (chat-prefixes): it replaces the
-	// session's history and returns the turn to send.
-	fresh func(s *session, withText bool) turn
 }
 
 // conversation is a source's script of one session, before any timing is applied.
@@ -36,8 +33,12 @@ type conversation struct {
 	group     string        // PrefixGroup of every turn
 	system    segment
 	hasSystem bool
+	history   []segment // messages before the first turn, alternating user and assistant
 	turns     []turn
 	seed      uint64 // names the random streams of synthesised answers and think times
+	// clients, when set, makes the conversation a closed-loop client's: every turn is the
+	// next entry of the clients' shared queue (clients.take), and turns is unused.
+	clients *clients
 }
 
 // tenant is one producer of conversations with its naming and think-time rules.
@@ -163,9 +164,12 @@ func doubling[T any](b []T, extra int) []T {
 func (s *session) next(at time.Duration, withText bool) Request {
 	s.turn++
 	s.at = at
-	tr := s.conv.turns[s.turn]
-	if tr.fresh != nil {
-		tr = tr.fresh(s, withText)
+	var tr turn
+	more := s.turn+1 < len(s.conv.turns)
+	if c := s.conv.clients; c != nil {
+		tr, more = c.take(s, withText)
+	} else {
+		tr = s.conv.turns[s.turn]
 	}
 	if tr.userLen > 0 {
 		tr.user = s.keyed(tr.userKey, tr.userLen, withText)
@@ -188,7 +192,7 @@ func (s *session) next(at time.Duration, withText bool) Request {
 		req.Text = s.text
 		req.Messages = s.msgs[:len(s.msgs):len(s.msgs)]
 	}
-	if s.turn+1 < len(s.conv.turns) {
+	if more {
 		s.answer = s.expectedAnswer(tr, withText)
 		req.FollowUp = true
 		req.AnswerTokens = s.answer.tokens

@@ -154,6 +154,14 @@ func (s *Stream) Done(id string, c Completion) error {
 		s.end(sess)
 		return nil
 	}
+	if cl := sess.conv.clients; cl != nil && !cl.fetch() { // a closed-loop client with nothing left to send
+		s.end(sess)
+		if cl.err != nil {
+			s.err = cl.err
+			s.stop()
+		}
+		return nil
+	}
 	s.seq++
 	s.follow.push(followItem{pending: pending{req: sess.next(at, s.text), sess: sess}, seq: s.seq})
 	return nil

@@ -135,10 +135,12 @@ func TestPublishedFidelityDirections(t *testing.T) {
 		}
 	})
 	t.Run("llm-d-tiered-prefix-cache", func(t *testing.T) {
-		// Full size (4 runs of 450 requests, a few seconds). Published, 30k prompt: the CPU tier
-		// lowers mean TTFT and E2E and raises throughput; 8k prompt (fits in HBM): no change.
-		// With the tier, mean TTFT 6.7 s and E2E 31.0 s land within 25%; the baseline does not
-		// (the open-loop rate overloads it: docs/fidelity.md).
+		// Full size (4 runs of 450 requests from 45 closed-loop clients, seconds). Published,
+		// 30k prompt: the CPU tier lowers mean TTFT and E2E and raises throughput by 21.1%;
+		// 8k prompt (fits in HBM): no change. Within 25%: the 30k runs' E2E means, the mean
+		// TTFT with the tier, both throughputs and the gain, and the 8k baseline's E2E and
+		// throughput. The 30k baseline's mean TTFT is 28% high (docs/fidelity.md) and is held
+		// to its direction only.
 		runs := fidelityRun(t, "llm-d-tiered-prefix-cache.yaml")
 		run := func(tier, prompt string) string {
 			return "precise-prefix/kv_offloading_size=" + tier + ",system_prompt_tokens=" + prompt
@@ -152,14 +154,19 @@ func TestPublishedFidelityDirections(t *testing.T) {
 				t.Errorf("8k prompt, mean %s: %.0f with the tier, %.0f without; published no change", k, a, b)
 			}
 		}
-		if a, b := totalTokS(t, runs, on), totalTokS(t, runs, off); a <= b {
-			t.Errorf("30k prompt, total tok/s %.0f with the tier, %.0f without; published +21.1%%", a, b)
-		}
-		for k, want := range map[string]float64{"ttft_ms": 6700, "e2e_ms": 31000} {
-			if got := metric(t, runs, on, k, "mean"); got < 0.75*want || got > 1.25*want {
-				t.Errorf("30k prompt with the tier, mean %s %.0f ms, published %.0f ms (±25%%)", k, got, want)
+		within := func(what string, got, want float64) {
+			if got < 0.75*want || got > 1.25*want {
+				t.Errorf("%s %.0f, published %.0f (±25%%)", what, got, want)
 			}
 		}
+		within("30k prompt with the tier, mean TTFT ms", metric(t, runs, on, "ttft_ms", "mean"), 6700)
+		within("30k prompt with the tier, mean E2E ms", metric(t, runs, on, "e2e_ms", "mean"), 31000)
+		within("30k prompt without the tier, mean E2E ms", metric(t, runs, off, "e2e_ms", "mean"), 37800)
+		within("30k prompt with the tier, total tok/s", totalTokS(t, runs, on), 46663)
+		within("30k prompt without the tier, total tok/s", totalTokS(t, runs, off), 38535)
+		within("30k prompt, the tier's throughput gain in %", 100*(totalTokS(t, runs, on)/totalTokS(t, runs, off)-1), 21.1)
+		within("8k prompt without the tier, mean E2E ms", metric(t, runs, run("0", "8000"), "e2e_ms", "mean"), 18400)
+		within("8k prompt without the tier, total tok/s", totalTokS(t, runs, run("0", "8000")), 23390)
 	})
 	t.Run("kubeai", func(t *testing.T) {
 		// Full size (8,000 requests, about a second a policy); round-robin is left out (its

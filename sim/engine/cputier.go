@@ -1,13 +1,63 @@
 package engine
 
-import "container/list"
+import (
+	"container/list"
+	"fmt"
+)
 
-// cpuTier is the bookkeeping of a replica's CPU KV tier, as vLLM's LRUOffloadingManager keeps
-// it (vllm-project/vllm@3a04cf8f vllm/v1/kv_offload/lru_manager.py): offloaded blocks by
-// hash in least-recently-used order, each not ready (-1: its store is in flight), free (0)
-// or pinned by the loads reading it (> 0). Only ready blocks are hits; only free ones are
-// evicted. It holds no data, only which hashes the tier has.
-type cpuTier struct {
+// The eviction policies of the CPU tier (vLLM's kv_connector_extra_config eviction_policy,
+// read in vllm-project/vllm@0072b0b7 vllm/v1/kv_offload/cpu/spec.py:54, default lru).
+const (
+	EvictionLRU = "lru"
+	EvictionARC = "arc"
+)
+
+// cpuTier is the bookkeeping of a replica's CPU KV tier, vLLM's offloading manager with its
+// eviction policy: which hashes the tier holds, each not ready (its store is in flight),
+// free, or pinned by the loads reading it. Only ready blocks are hits; only free ones are
+// evicted. It holds no data.
+type cpuTier interface {
+	// len returns the blocks the tier holds, ready or not; size its capacity in blocks.
+	len() int
+	size() int
+	// lookup returns how many of hashes, from the first, are held and ready: the count
+	// stops at the first block missing or still being stored (lookup).
+	lookup(hashes []uint64) int
+	// loading reports whether a load reads any of hashes.
+	loading(hashes []uint64) bool
+	// touch marks the held blocks among hashes as used, walking them last to first (touch).
+	touch(hashes []uint64)
+	// pin takes a reference on each of hashes, ready blocks a load is about to read
+	// (prepare_load); unpin drops it (complete_load).
+	pin(hashes []uint64)
+	unpin(hashes []uint64)
+	// prepareStore reserves blocks for those of hashes the tier does not hold, evicting free
+	// blocks to make room (prepare_store). It returns the hashes to store (in order) and
+	// those evicted, or ok false, changing nothing, when too few blocks can be evicted: the
+	// store is then skipped. toStore and evicted are scratch slices it may reuse.
+	prepareStore(hashes []uint64, toStore, evicted []uint64) ([]uint64, []uint64, bool)
+	// completeStore makes the blocks of hashes that are still being stored ready and returns
+	// them, the hashes a BlockStored event announces (complete_store).
+	completeStore(hashes, stored []uint64) []uint64
+	// clear empties the tier (the replica failed).
+	clear()
+}
+
+// newCPUTier returns an empty tier of capacity blocks that evicts by policy (lru or arc).
+func newCPUTier(policy string, capacity int) (cpuTier, error) {
+	switch policy {
+	case EvictionLRU, "":
+		return newLRUTier(capacity), nil
+	case EvictionARC:
+		return newARCTier(capacity), nil
+	}
+	return nil, fmt.Errorf("engine: kv_offloading_eviction %q: want %s or %s", policy, EvictionLRU, EvictionARC)
+}
+
+// lruTier is the tier as vLLM's LRUOffloadingManager keeps it
+// (vllm-project/vllm@3a04cf8f vllm/v1/kv_offload/lru_manager.py): offloaded blocks by hash
+// in least-recently-used order, each not ready (-1), free (0) or pinned by loads (> 0).
+type lruTier struct {
 	capacity int // blocks
 	order    *list.List
 	blocks   map[uint64]*list.Element
@@ -19,16 +69,18 @@ type cpuBlock struct {
 	ref  int32
 }
 
-func newCPUTier(capacity int) *cpuTier {
-	return &cpuTier{capacity: capacity, order: list.New(), blocks: make(map[uint64]*list.Element)}
+func newLRUTier(capacity int) *lruTier {
+	return &lruTier{capacity: capacity, order: list.New(), blocks: make(map[uint64]*list.Element)}
 }
 
 // len returns the blocks the tier holds, ready or not.
-func (t *cpuTier) len() int { return t.order.Len() }
+func (t *lruTier) len() int { return t.order.Len() }
+
+func (t *lruTier) size() int { return t.capacity }
 
 // lookup returns how many of hashes, from the first, are held and ready: the count stops at
 // the first block missing or still being stored (LRUOffloadingManager.lookup).
-func (t *cpuTier) lookup(hashes []uint64) int {
+func (t *lruTier) lookup(hashes []uint64) int {
 	for i, h := range hashes {
 		e, ok := t.blocks[h]
 		if !ok || e.Value.(*cpuBlock).ref < 0 {
@@ -39,7 +91,7 @@ func (t *cpuTier) lookup(hashes []uint64) int {
 }
 
 // loading reports whether a load reads any of hashes.
-func (t *cpuTier) loading(hashes []uint64) bool {
+func (t *lruTier) loading(hashes []uint64) bool {
 	for _, h := range hashes {
 		if e, ok := t.blocks[h]; ok && e.Value.(*cpuBlock).ref > 0 {
 			return true
@@ -50,7 +102,7 @@ func (t *cpuTier) loading(hashes []uint64) bool {
 
 // touch makes the held blocks among hashes the most recently used, the first of them most
 // recently of all (touch walks them last to first).
-func (t *cpuTier) touch(hashes []uint64) {
+func (t *lruTier) touch(hashes []uint64) {
 	for i := len(hashes) - 1; i >= 0; i-- {
 		if e, ok := t.blocks[hashes[i]]; ok {
 			t.order.MoveToBack(e)
@@ -60,11 +112,11 @@ func (t *cpuTier) touch(hashes []uint64) {
 
 // pin takes a reference on each of hashes, ready blocks a load is about to read
 // (prepare_load); unpin drops it (complete_load).
-func (t *cpuTier) pin(hashes []uint64) { t.addRef(hashes, 1) }
+func (t *lruTier) pin(hashes []uint64) { t.addRef(hashes, 1) }
 
-func (t *cpuTier) unpin(hashes []uint64) { t.addRef(hashes, -1) }
+func (t *lruTier) unpin(hashes []uint64) { t.addRef(hashes, -1) }
 
-func (t *cpuTier) addRef(hashes []uint64, d int32) {
+func (t *lruTier) addRef(hashes []uint64, d int32) {
 	for _, h := range hashes {
 		if e, ok := t.blocks[h]; ok {
 			e.Value.(*cpuBlock).ref += d
@@ -76,7 +128,7 @@ func (t *cpuTier) addRef(hashes []uint64, d int32) {
 // recently used free blocks to make room (prepare_store). It returns the hashes to store (in
 // order) and those evicted, or ok false, changing nothing, when too few blocks are free to
 // evict: the store is then skipped.
-func (t *cpuTier) prepareStore(hashes []uint64, toStore, evicted []uint64) ([]uint64, []uint64, bool) {
+func (t *lruTier) prepareStore(hashes []uint64, toStore, evicted []uint64) ([]uint64, []uint64, bool) {
 	toStore, evicted = toStore[:0], evicted[:0]
 	for _, h := range hashes {
 		if _, ok := t.blocks[h]; !ok {
@@ -105,7 +157,7 @@ func (t *cpuTier) prepareStore(hashes []uint64, toStore, evicted []uint64) ([]ui
 
 // completeStore makes the blocks of hashes that are still being stored ready and returns
 // them, the hashes a BlockStored event announces (complete_store).
-func (t *cpuTier) completeStore(hashes, stored []uint64) []uint64 {
+func (t *lruTier) completeStore(hashes, stored []uint64) []uint64 {
 	stored = stored[:0]
 	for _, h := range hashes {
 		if e, ok := t.blocks[h]; ok {
@@ -119,7 +171,7 @@ func (t *cpuTier) completeStore(hashes, stored []uint64) []uint64 {
 }
 
 // clear empties the tier (the replica failed).
-func (t *cpuTier) clear() {
+func (t *lruTier) clear() {
 	t.order.Init()
 	clear(t.blocks)
 }

@@ -33,7 +33,7 @@ func TestCPUTierPrepareStore(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			tier := newCPUTier(tc.capacity)
+			tier := newLRUTier(tc.capacity)
 			tier.prepareStore(tc.held, nil, nil)
 			var ready []uint64
 			for _, h := range tc.held {

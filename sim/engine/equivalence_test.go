@@ -133,7 +133,7 @@ func randomScript(rng *rand.Rand) script {
 
 // randomOffload returns a CPU tier for d: from a few blocks (eviction, skipped stores) to
 // many, offloaded blocks of 1 to 3 GPU blocks, copies from fast to slow enough that loads
-// queue behind each other and, now and then, time out.
+// queue behind each other and, now and then, time out, evicting by LRU or ARC.
 func randomOffload(rng *rand.Rand, d gpumodel.Deployment) OffloadConfig {
 	c := OffloadConfig{BlockSize: d.BlockSize * (1 + rng.IntN(3)), Decode: rng.IntN(2) == 0}
 	block := d.KVBytesPerTokenPerGPU() * int64(c.BlockSize)
@@ -145,6 +145,9 @@ func randomOffload(rng *rand.Rand, d gpumodel.Deployment) OffloadConfig {
 	c.Bandwidth = float64(block) / perBlock.Seconds()
 	if rng.IntN(2) == 0 {
 		c.Latency = time.Duration(rng.IntN(1000)) * time.Microsecond
+	}
+	if rng.IntN(2) == 0 {
+		c.Eviction = EvictionARC // the reference's own ARC (refARC) against arcTier
 	}
 	return c
 }

@@ -33,7 +33,11 @@ type OffloadConfig struct {
 	Latency time.Duration
 	// LoadTimeout is how long a load may take before it is abandoned and the request
 	// recomputes what it would have loaded (vLLM's load_timeout_seconds); 0: 30 s.
-	LoadTimeout time.Duration // IgnoreGPUHits admits every request as if the GPU's prefix cache held nothing, so that
+	LoadTimeout time.Duration
+	// Eviction is the tier's eviction policy, lru (the default, also for "") or arc (vLLM's
+	// eviction_policy).
+	Eviction string
+	// IgnoreGPUHits admits every request as if the GPU's prefix cache held nothing, so that
 	// prefixes come from the CPU tier or are computed: vLLM with prefix caching disabled
 	// and a connector, as the offloading blog measures loads (calibration).
 	IgnoreGPUHits bool
@@ -64,6 +68,9 @@ func (c OffloadConfig) Validate(d gpumodel.Deployment) error {
 	}
 	if c.Latency < 0 || c.LoadTimeout < 0 {
 		errs = append(errs, errors.New("engine: offload latency and load timeout must not be negative"))
+	}
+	if _, err := newCPUTier(c.Eviction, 0); err != nil {
+		errs = append(errs, err)
 	}
 	if len(errs) == 0 && c.capacity(d) < 1 {
 		errs = append(errs, fmt.Errorf("engine: kv_offloading_size %d bytes holds no offloaded block", c.Bytes))
@@ -125,7 +132,7 @@ type offloader struct {
 	latency    sim.Time // per transfer
 	timeout    sim.Time
 	decode     bool
-	tier       *cpuTier
+	tier       cpuTier
 	linkFree   sim.Time // when the link ends the transfers queued on it
 	epoch      uint64   // bumped when the replica fails: transfers of an older one are void
 	loads      int      // loads in flight
@@ -168,8 +175,11 @@ func newOffloader(c OffloadConfig, d gpumodel.Deployment) (*offloader, error) {
 	}
 	o := &offloader{bs: c.blockSize(d), tokenBytes: d.KVBytesPerTokenPerGPU(), gpus: int64(max(d.TP, 1)),
 		bw: c.Bandwidth, latency: sim.Time(c.Latency), timeout: sim.Time(c.LoadTimeout), decode: c.Decode,
-		tier: newCPUTier(int(min(c.capacity(d), math.MaxInt32))), jobs: make(map[*seq]*loadJob),
-		noGPUHits: c.IgnoreGPUHits}
+		jobs: make(map[*seq]*loadJob), noGPUHits: c.IgnoreGPUHits}
+	var err error
+	if o.tier, err = newCPUTier(c.Eviction, int(min(c.capacity(d), math.MaxInt32))); err != nil {
+		return nil, err
+	}
 	o.factor = o.bs / d.BlockSize
 	if o.bw == 0 {
 		o.bw = d.GPU.HostBandwidth

@@ -320,6 +320,8 @@ func TestOffloadConfigValidate(t *testing.T) {
 		{"smaller than a block", OffloadConfig{Bytes: 1 << 20}, d, false},
 		{"no bandwidth known", OffloadConfig{Bytes: 1 << 30}, noHost, false},
 		{"bandwidth given", OffloadConfig{Bytes: 1 << 30, Bandwidth: 1e9}, noHost, true},
+		{"arc", OffloadConfig{Bytes: 1 << 30, Eviction: EvictionARC}, d, true},
+		{"unknown eviction policy", OffloadConfig{Bytes: 1 << 30, Eviction: "lfu"}, d, false},
 	}
 	for _, tc := range cases {
 		if err := tc.c.Validate(tc.d); (err == nil) != tc.ok {

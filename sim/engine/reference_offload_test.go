@@ -9,7 +9,8 @@ import (
 
 // The reference engine's CPU tier (see reference_test.go and offload.go), written the plain
 // way: per-request state in refSeq, one function per connector call. It shares only the
-// tier's bookkeeping (cpuTier, tested on its own) with the replica.
+// LRU tier's bookkeeping (lruTier, tested on its own) with the replica; under ARC it keeps
+// its own (refARC), so the equivalence test checks arcTier too.
 
 // refOffload is the reference's CPU tier.
 type refOffload struct {
@@ -19,7 +20,7 @@ type refOffload struct {
 	gpus       int64
 	bw         float64
 	timeout    sim.Time
-	tier       *cpuTier
+	tier       cpuTier
 	linkFree   sim.Time
 	epoch      int
 	loads      int
@@ -36,8 +37,12 @@ type refStore struct {
 func newRefOffload(r *refReplica) *refOffload {
 	c, d := r.cfg.Offload, r.cfg.Deployment
 	o := &refOffload{cfg: c, bs: c.blockSize(d), tokenBytes: d.KVBytesPerTokenPerGPU(), gpus: int64(max(d.TP, 1)),
-		bw: c.Bandwidth, timeout: sim.Time(c.LoadTimeout), tier: newCPUTier(int(c.capacity(d))),
+		bw: c.Bandwidth, timeout: sim.Time(c.LoadTimeout),
 		loading: map[*refSeq][]uint64{}, noGPUHits: c.IgnoreGPUHits}
+	o.tier = newLRUTier(int(c.capacity(d)))
+	if c.Eviction == EvictionARC {
+		o.tier = newRefARC(int(c.capacity(d)))
+	}
 	o.factor = o.bs / d.BlockSize
 	if o.bw == 0 {
 		o.bw = d.GPU.HostBandwidth
@@ -339,7 +344,7 @@ func (r *refReplica) cpuEvents(hashes []uint64, stored bool) {
 func (r *refReplica) resetOff(now sim.Time) {
 	o := r.off
 	o.epoch++
-	o.tier = newCPUTier(o.tier.capacity)
+	o.tier.clear()
 	o.loading, o.loads, o.pending, o.linkFree = map[*refSeq][]uint64{}, 0, nil, now
 }
 

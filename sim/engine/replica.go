@@ -250,7 +250,7 @@ func (r *Replica) CPUBlocks() int {
 	if r.off == nil {
 		return 0
 	}
-	return r.off.tier.capacity
+	return r.off.tier.size()
 }
 
 // Submit hands a request to the replica at the kernel's current time. A request that can never
