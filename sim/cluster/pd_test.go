@@ -153,7 +153,9 @@ func (matcher) Name() string { return "matcher" }
 func (matcher) Pick(*router.Request, *router.Snapshot) (router.Decision, error) {
 	return router.Decision{Index: 0, Reason: "first"}, nil
 }
-func (matcher) MatchedTokens(req *router.Request, _ *router.Snapshot, _ int) int { return req.InputTokens }
+func (matcher) MatchedTokens(req *router.Request, _ *router.Snapshot, _ int) int {
+	return req.InputTokens
+}
 
 func TestPrefixDeciderKeepsACachedPromptLocal(t *testing.T) {
 	cfg := pdFleet(1, 1, 400, engine.KVTransferConfig{})
