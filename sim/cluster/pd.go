@@ -263,8 +263,8 @@ func (s *Sim) remoteRead(to int, req *engine.Request, tokens int) {
 	end := func(now sim.Time) {
 		ok := s.pd.fails[from] == p.fails // the prefill replica kept the blocks
 		s.reps[from].ReleaseHeld(leg)
-		if p.gen != gen {
-			return
+		if p.gen != gen || req.PD != engine.PDDecode {
+			return // the request ended, or is retried whole elsewhere
 		}
 		p.xfer = (now - p.start).Duration()
 		p.failed = !ok
