@@ -151,6 +151,7 @@ var (
 	_ Observer           = (*KVRouter)(nil)
 	_ KVEventObserver    = (*KVRouter)(nil)
 	_ FirstTokenObserver = (*KVRouter)(nil)
+	_ PrefixMatcher      = (*KVRouter)(nil)
 )
 
 // NewKVRouter returns a kv-router policy; rng breaks ties and samples.
@@ -229,6 +230,23 @@ func (p *KVRouter) prepare(req *Request, s *Snapshot, cand []int) {
 			p.diskRun[id] = continued(p.disk, p.hashes, p.run[id]+p.hostRun[id], id)
 		}
 	}
+}
+
+// MatchedTokens is the device overlap on endpoint i in tokens, the decode_chosen_overlap_blocks
+// × block_size that Dynamo's conditional prefill subtracts from the prompt
+// (ai-dynamo/dynamo lib/kv-router/src/conditional_prefill.rs net_new_tokens): its leading
+// blocks held on the GPU, as the Pick that chose i found them; lower tiers do not count.
+func (p *KVRouter) MatchedTokens(req *Request, s *Snapshot, i int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.seq == 0 || p.seq != s.Seq {
+		p.prepare(req, s, []int{i})
+	}
+	id, ok := p.ids.lookup(s.Endpoints[i].ID)
+	if !ok || int(id) >= len(p.run) {
+		return 0
+	}
+	return p.run[id] * p.bs
 }
 
 // tiered reports whether any lower tier holds a block.

@@ -9,10 +9,14 @@ import (
 // PDPolicy routes a fleet split into prefill and decode pools, as vLLM's NIXL two-step
 // runs it: a policy picks the decode endpoint, the decider then says whether the request
 // prefills on a prefill endpoint (and Prefill picks which) or on its decode endpoint. This
-// is llm-d's order (the decode profile first, then its P/D decider; llm-d-inference-scheduler
-// pkg/epp/framework/plugins/scheduling/profilehandler/disagg); SGLang's PD router picks the
-// two independently, which this order also expresses, since neither policy reads the
-// other's choice.
+// is llm-d's order: the decode profile runs first, the decider reads its pick, then the
+// prefill profile runs (llm-d/llm-d-router v0.10.0 pkg/epp/framework/plugins/scheduling/
+// profilehandler/disagg/pd_profile_handler.go:197-235). SGLang's PD router picks a prefill
+// and a decode worker independently, prefill first, with no decider
+// (sgl-project/sglang@004dcda2 sgl-model-gateway/src/routers/http/pd_router.rs
+// select_pd_pair); since neither policy reads the other's pick, this order expresses it.
+// Dynamo with a vLLM backend picks the decode worker only after the prefill leg answered
+// (ai-dynamo/dynamo docs/design_docs/disagg_serving.md); here both are picked on arrival.
 type PDPolicy struct {
 	// Prefill picks among the prefill pool; Decode among the decode pool.
 	Prefill, Decode Policy

@@ -118,3 +118,17 @@ func TestNewPDNeedsEveryPart(t *testing.T) {
 		t.Fatal("no decider: want an error")
 	}
 }
+
+// TestPipelineMatchedTokens checks that a pipeline answers with its matching stage, and 0
+// when no stage keeps a prefix index.
+func TestPipelineMatchedTokens(t *testing.T) {
+	plain, err := router.NewPipeline("plain", "r", nil, []router.Weighted{{Scorer: router.QueueScorer{}, Weight: 1}}, nil, router.NewRand(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &router.Snapshot{Seq: 1, Endpoints: pool("a")}
+	req := &router.Request{ID: "r", InputTokens: 100, Tokens: make([]int32, 100)}
+	if got := plain.MatchedTokens(req, s, 0); got != 0 {
+		t.Errorf("a pipeline without a prefix stage matched %d tokens", got)
+	}
+}

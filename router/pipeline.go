@@ -51,8 +51,9 @@ type Pipeline struct {
 }
 
 var (
-	_ Policy   = (*Pipeline)(nil)
-	_ Observer = (*Pipeline)(nil)
+	_ Policy        = (*Pipeline)(nil)
+	_ Observer      = (*Pipeline)(nil)
+	_ PrefixMatcher = (*Pipeline)(nil)
 
 	_ KVEventBatchObserver = (*Pipeline)(nil)
 )
@@ -231,4 +232,22 @@ func (p *Pipeline) eachKV(fn func(KVEventObserver)) {
 			fn(o)
 		}
 	}
+}
+
+// MatchedTokens is the match of the first filter or scorer that is a PrefixMatcher, as the
+// Pick that chose i computed it; 0 when none is.
+func (p *Pipeline) MatchedTokens(req *Request, s *Snapshot, i int) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, f := range p.filters {
+		if m, ok := f.(PrefixMatcher); ok {
+			return m.MatchedTokens(req, s, i)
+		}
+	}
+	for _, w := range p.scorers {
+		if m, ok := w.Scorer.(PrefixMatcher); ok {
+			return m.MatchedTokens(req, s, i)
+		}
+	}
+	return 0
 }

@@ -148,6 +148,7 @@ var (
 	_ Scorer               = (*PreciseScorer)(nil)
 	_ KVEventObserver      = (*PreciseScorer)(nil)
 	_ KVEventBatchObserver = (*PreciseScorer)(nil)
+	_ PrefixMatcher        = (*PreciseScorer)(nil)
 )
 
 // NewPreciseScorer returns a scorer with an empty view of the caches, indexing blocks of
@@ -192,6 +193,23 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 	for k, id := range p.candID {
 		out[k] = p.sum[id] / float64(len(p.hashes))
 	}
+}
+
+// MatchedTokens is the match llm-d's prefix-based P/D decider reads from the precise
+// producer: the endpoint's leading index blocks held in any tier (speculative entries
+// included), unweighted, times the index block size (llm-d/llm-d-router v0.10.0
+// preciseprefixcache/producer.go:384-394 and utils.go:48-57 matchedBlockCount;
+// prefix_based_pd_decider.go:146-150 uses this count, not the tier-weighted score, so CPU
+// hits count fully).
+func (p *PreciseScorer) MatchedTokens(req *Request, s *Snapshot, i int) int {
+	p.hash(req, s.Seq)
+	id, ok := p.ids.lookup(s.Endpoints[i].ID)
+	if len(p.hashes) == 0 || !ok {
+		return 0
+	}
+	p.run = resize(p.run, p.ids.size())
+	p.kv.leadingRun(p.hashes, p.run)
+	return p.run[id] * p.keys.k * p.blockSize
 }
 
 // hash sets p.hashes to req's block keys, unless decision seq already computed them.

@@ -139,7 +139,10 @@ type PrefixScorer struct {
 	stale     staleBlocks
 }
 
-var _ Observer = (*PrefixScorer)(nil)
+var (
+	_ Observer      = (*PrefixScorer)(nil)
+	_ PrefixMatcher = (*PrefixScorer)(nil)
+)
 
 // NewPrefixScorer returns an empty prefix scorer.
 func NewPrefixScorer(cfg PrefixScoreConfig) (*PrefixScorer, error) {
@@ -300,6 +303,23 @@ func (p *PrefixScorer) Score(req *Request, s *Snapshot, cand []int, out []float6
 	for k, id := range p.cids {
 		out[k] = float64(p.count[id]) / float64(len(hashes))
 	}
+}
+
+// MatchedTokens is the match llm-d's prefix-based P/D decider reads from the approximate
+// producer: the endpoint's matched blocks, unweighted, times the block size in tokens
+// (llm-d/llm-d-router v0.10.0 approximateprefix/plugin.go:241-244 puts matchLen blocks and
+// the block size on each endpoint; prefix_based_pd_decider.go:150 multiplies them). A
+// trailing partial block of the llm-d variant counts whole, as there. It reads the index as
+// the Pick that chose i left it, before Routed adds the request.
+func (p *PrefixScorer) MatchedTokens(req *Request, s *Snapshot, i int) int {
+	hashes := p.hashes(req, s.Seq)
+	id, ok := p.ids.lookup(s.Endpoints[i].ID)
+	if len(hashes) == 0 || !ok {
+		return 0
+	}
+	p.count = resize(p.count, p.ids.size())
+	p.match(hashes, p.count)
+	return p.count[id] * p.blockSize
 }
 
 // grow extends b with zero values to length n.

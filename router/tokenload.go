@@ -243,6 +243,12 @@ type affinityFilter struct {
 	frac   []float64
 }
 
+// MatchedTokens is the approximate producer's match on endpoint i as the Pick that chose it
+// saw the index: what llm-d's P/D decider reads from the producer its handler wires.
+func (f *affinityFilter) MatchedTokens(req *Request, s *Snapshot, i int) int {
+	return f.prefix.matched(req, s, i)
+}
+
 // Filter keeps the sticky candidates unless the gate is skipped or broken.
 func (f *affinityFilter) Filter(req *Request, s *Snapshot, cand []int) []int {
 	f.prefix.prepare(s, cand)

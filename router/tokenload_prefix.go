@@ -112,6 +112,17 @@ func (a *approxPrefix) scores(req *Request, s *Snapshot, cand []int, out []float
 	}
 }
 
+// matched is the approximate producer's match on endpoint s.Endpoints[i] in tokens, matched
+// blocks × block size (approximateprefix/plugin.go:241-244), as llm-d's prefix-based P/D
+// decider reads it (prefix_based_pd_decider.go:150).
+func (a *approxPrefix) matched(req *Request, s *Snapshot, i int) int {
+	a.match(req, s.Seq)
+	if id, ok := a.ids.lookup(s.Endpoints[i].ID); ok && int(id) < len(a.count) {
+		return a.count[id] * a.block
+	}
+	return 0
+}
+
 // uncached is the prompt tokens endpoint would compute (inflightload/producer.go
 // uncachedInputTokens, 610–639): the unmatched indexed blocks, each a whole block (the
 // trailing partial one included), plus any tokens past the last indexed block. It reads

@@ -53,6 +53,13 @@ func newReplay(t *testing.T, p router.Policy, eps []caseEndpoint) *replay {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return replayOn(t, p, lc, eps)
+}
+
+// replayOn charges each endpoint of eps its InFlight requests on lc, which must be deciding
+// with unseen, then hands lc to p.
+func replayOn(t *testing.T, p router.Policy, lc *router.Lifecycle, eps []caseEndpoint) *replay {
+	t.Helper()
 	for _, e := range eps {
 		for k := range e.InFlight {
 			req := &router.Request{ID: fmt.Sprintf("in-flight-%s-%d", e.ID, k)}

@@ -116,3 +116,18 @@ func (p PolicySpec) BuildPD(reg *router.Registry, seed uint64) (router.PDPolicy,
 	}
 	return router.PDPolicy{Prefill: pre, Decode: de, Decider: dec}, nil
 }
+
+// Check reports whether reg builds p: its policy, or its decider and both stages' policies.
+func (p PolicySpec) Check(reg *router.Registry) error {
+	if p.PD == nil {
+		if _, ok := pdProfiles[p.Name]; ok {
+			return fmt.Errorf("%s is a P/D profile, which takes no parameters: write it out as {name, decider, prefill, decode} to change it", p.Name)
+		}
+		_, err := reg.New(p.Name, p.Params, 1)
+		return err
+	}
+	if _, err := p.BuildPD(reg, 1); err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	return nil
+}

@@ -11,7 +11,8 @@ import (
 
 // PolicySpec is a routing policy's registry name with optional parameters, keyed by the
 // policy's configuration's JSON tags. In YAML it is a bare name (`prefix-cache`) or a mapping
-// holding name and the parameters inline (`{name: prefix-cache, block_size: 64}`). Sweep
+// holding name and the parameters inline (`{name: prefix-cache, block_size: 64}`); a P/D
+// spec (PDSpec), or the name of a shipped P/D profile (PDProfiles) alone. Sweep
 // files list specs under policies; cmd/route reads one from its config's policy key and from
 // its -policy flag, with this one decoder.
 type PolicySpec struct {
@@ -28,7 +29,7 @@ type PolicySpec struct {
 func (p *PolicySpec) UnmarshalYAML(n *yaml.Node) error {
 	switch {
 	case n.Kind == yaml.ScalarNode && n.Tag == "!!str":
-		*p = PolicySpec{Name: n.Value}
+		*p = withProfile(PolicySpec{Name: n.Value})
 		return nil
 	case n.Kind != yaml.MappingNode:
 		return fmt.Errorf("line %d: policy: want a name or a mapping {name: NAME, PARAM: VALUE, ...}", n.Line)
@@ -54,6 +55,7 @@ func (p *PolicySpec) UnmarshalYAML(n *yaml.Node) error {
 	if len(m) == 0 {
 		p.Params = nil
 	}
+	*p = withProfile(*p)
 	return nil
 }
 

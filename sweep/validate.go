@@ -26,14 +26,7 @@ func (p Point) validate() error {
 	}
 	reg := router.Builtin()
 	for i, ps := range p.Policies {
-		var err error
-		switch {
-		case ps.PD != nil || p.Fleet.Disaggregated():
-			_, err = ps.BuildPD(reg, 1)
-		default:
-			_, err = reg.New(ps.Name, ps.Params, 1)
-		}
-		if err != nil {
+		if err := ps.Check(reg); err != nil {
 			errs = append(errs, fmt.Errorf("policies[%d]: %w", i, err))
 		}
 	}

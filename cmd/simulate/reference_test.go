@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -100,7 +101,66 @@ func TestPolicyReference(t *testing.T) {
 				"(`{name: prefix-score, prefix_weight: 2}`); a sweep file may list one policy several times " +
 				"with different parameters. Keys not listed here are rejected. How each policy decides and " +
 				"what it reproduces: [policies.md](../policies.md)."}}, tables...)}
+	pd, err := pdTables(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page.Tables = append(page.Tables, pd...)
 	if err := page.Verify(*update); err != nil {
 		t.Error(err)
 	}
+}
+
+// deciderDefaults holds each P/D decider's parameters with their defaults, as
+// router.NewDecider decodes them; pdTables fails when it and the deciders disagree, so a new
+// decider cannot go without its section.
+var deciderDefaults = map[string]any{
+	"always":       router.AlwaysDeciderConfig{},
+	"never":        router.NeverDeciderConfig{},
+	"prefix-based": router.DefaultPrefixDeciderConfig(),
+	"token-cap":    router.DefaultTokenCapDeciderConfig(),
+}
+
+// pdTables returns the P/D sections of the policy reference: how a P/D spec is written, one
+// table per decider (every parameter documented) and the shipped profiles.
+func pdTables(src *docref.Sources) ([]docref.Table, error) {
+	tables := []docref.Table{{Title: "P/D specs", Intro: "A fleet split into prefill and decode pools " +
+		"is routed by a P/D spec: `{name: LABEL, decider: DECIDER, prefill: POLICY, decode: POLICY}`, " +
+		"each of the three a name or `{name: NAME, PARAM: VALUE, ...}`; `decider` defaults to `always`. " +
+		"A plain policy runs on both pools with `always`. A shipped profile's name alone is its spec. " +
+		"How the stages and the decider interact: [policies.md](../policies.md#pd-routing)."}}
+	infos := router.DeciderInfos()
+	if len(infos) != len(deciderDefaults) {
+		return nil, fmt.Errorf("deciderDefaults has %d deciders, the router %d", len(deciderDefaults), len(infos))
+	}
+	for _, info := range infos {
+		cfg, ok := deciderDefaults[info.Name]
+		if !ok {
+			return nil, fmt.Errorf("decider %s is registered but not in deciderDefaults", info.Name)
+		}
+		rows, err := docref.KeysByTag(cfg, src, "json")
+		if err != nil {
+			return nil, err
+		}
+		intro := fmt.Sprintf("%s. Reproduces %s.", info.Rule, info.Source)
+		if len(rows) == 0 {
+			intro += " No parameters."
+		}
+		tables = append(tables, docref.Table{Title: "decider `" + info.Name + "`", Intro: intro, Rows: rows})
+	}
+	for _, name := range sweep.PDProfiles() {
+		pd, _ := sweep.PDProfile(name)
+		spec := sweep.PolicySpec{Name: name, PD: &pd}
+		v, err := spec.MarshalYAML()
+		if err != nil {
+			return nil, err
+		}
+		js, err := json.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		tables = append(tables, docref.Table{Title: "profile `" + name + "`", Intro: "`" + string(js) +
+			"`. What it reproduces and cannot express: [policies.md](../policies.md#pd-profiles)."})
+	}
+	return tables, nil
 }
