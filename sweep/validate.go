@@ -85,5 +85,8 @@ func (p Point) clusterConfig() (cluster.Config, error) {
 		c.Failures = append(c.Failures, cluster.Failure{Replica: f.Replica, At: f.At, RecoverAt: f.RecoverAt})
 	}
 	c.Routers = cluster.Routers{Count: p.Router.Replicas, Assign: p.Router.Assign, EventDelay: p.Router.EventDelay}
+	if p.Fleet.Disaggregated() {
+		p.splitCluster(&c)
+	}
 	return c, c.Validate()
 }
