@@ -60,8 +60,8 @@ type Gateway struct {
 	kvIndex  *kvevents.Index                     // the replicas' caches from their KV events
 	kvSub    *kvevents.Subscriber                // feeds kvIndex
 	tok      *tokenizer
-	lc       *router.Lifecycle            // every request's life, on the current state's backends
-	viewFn   func([]router.EndpointState) // g.view, bound once
+	lc       *router.Lifecycle               // every request's life, on the current state's backends
+	viewFn   func([]router.EndpointState)    // g.view, bound once
 	pd       *router.PD                      // the P/D fleet's lifecycles; nil when aggregated
 	pdViews  [2]func([]router.EndpointState) // g.viewPool of the prefill and decode pools
 
@@ -267,7 +267,7 @@ func (g *Gateway) Reload(cfg Config) error {
 	}
 	g.lc.SetPolicy(st.policy)
 	_ = g.lc.SetConfig(st.lifecycleConfig()) // validated with cfg
-	if err := g.reloadPD(st); err != nil { // names are unique: validated
+	if err := g.reloadPD(st); err != nil {   // names are unique: validated
 		g.mu.Unlock()
 		return err
 	}

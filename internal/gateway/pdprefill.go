@@ -34,7 +34,9 @@ type prefillRefusal struct {
 	body   []byte
 }
 
-func (e *prefillRefusal) Error() string { return fmt.Sprintf("prefill leg refused with status %d", e.status) }
+func (e *prefillRefusal) Error() string {
+	return fmt.Sprintf("prefill leg refused with status %d", e.status)
+}
 
 // prefillLeg runs the two-step's prefill leg of c on c.prefill, and on the next prefill
 // backends the failure rule gives (the prefill ticket's Retry) after each failure before
