@@ -279,7 +279,7 @@ func (g *Gateway) Reload(cfg Config) error {
 		g.metrics.forget(b.name)
 		g.kvIndex.Drop(b.name)
 	}
-	if st.policy != old.policy { // the new policy learns the caches the index holds
+	if st.policy != old.policy || (st.pd != nil && st.pd.policy != old.pd.policy) { // new policies learn the caches the index holds
 		g.kvIndex.Resend()
 	}
 	return nil

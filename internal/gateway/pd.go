@@ -19,6 +19,15 @@ type pdPools struct {
 	seed            uint64
 	policy          router.PDPolicy
 	label           string
+	prefillNames    map[string]bool // the prefill pool's backend names
+}
+
+// policyOf is the policy of the pool backend name is in.
+func (p *pdPools) policyOf(name string) router.Policy {
+	if p.prefillNames[name] {
+		return p.policy.Prefill
+	}
+	return p.policy.Decode
 }
 
 // buildPD fills st.pd from cfg.PD, reusing old's policies when their names, parameters and
@@ -32,10 +41,11 @@ func (g *Gateway) buildPD(st *state, old *state) error {
 	if !cfg.PD.On() {
 		return nil
 	}
-	p := &pdPools{seed: cfg.Seed, label: cfg.PD.Name}
+	p := &pdPools{seed: cfg.Seed, label: cfg.PD.Name, prefillNames: map[string]bool{}}
 	for i, b := range st.backends {
 		if roleOf(cfg.PD.Roles, backendSpec{name: b.name, url: b.url}) == RolePrefill {
 			p.prefill = append(p.prefill, i)
+			p.prefillNames[b.name] = true
 		} else {
 			p.decode = append(p.decode, i)
 		}
@@ -47,7 +57,7 @@ func (g *Gateway) buildPD(st *state, old *state) error {
 	if old != nil && old.pd.seed == p.seed && reflect.DeepEqual(old.pd.refs, p.refs) {
 		p.policy = old.pd.policy
 		st.pd = p
-		return nil
+		return st.tokenizePD()
 	}
 	if old != nil && !reflect.DeepEqual(old.pd.refs[0], p.refs[0]) {
 		return errors.New("gateway: the P/D decider: a change takes a restart")
@@ -64,6 +74,19 @@ func (g *Gateway) buildPD(st *state, old *state) error {
 		return fmt.Errorf("gateway: decode policy: %w", err)
 	}
 	st.pd = p
+	return st.tokenizePD()
+}
+
+// tokenizePD fills token ids when a stage's policy reads them, as for one policy (build).
+func (st *state) tokenizePD() error {
+	p := st.pd.policy
+	if st.tokenize || !(router.ReadsTokens(p.Prefill) || router.ReadsTokens(p.Decode)) {
+		return nil
+	}
+	if st.cfg.Tokenize.Timeout <= 0 {
+		return fmt.Errorf("gateway: a P/D policy reads token ids, filled from the backends' /tokenize: tokenize.timeout %v: want > 0", st.cfg.Tokenize.Timeout)
+	}
+	st.tokenize = true
 	return nil
 }
 

@@ -258,3 +258,35 @@ func TestPDConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+func TestPDReload(t *testing.T) {
+	log := &legLog{}
+	p0, p1, d := prefillFake(t, "p0", log, ""), prefillFake(t, "p1", log, ""), decodeFake(t, "d0", log)
+	cfg := pdConfig(PDTwoStep, []*fake{p0}, []*fake{d})
+	h := start(t, cfg)
+	grown := pdConfig(PDTwoStep, []*fake{p1, p0}, []*fake{d}) // p1 first: first-ready picks it
+	if err := h.g.Reload(grown); err != nil {
+		t.Fatal(err)
+	}
+	if r := h.post(t, "/v1/completions", `{"model":"`+fakeModel+`","prompt":"hi"}`); r.status != 200 {
+		t.Fatalf("status %d body %s", r.status, r.body)
+	}
+	if legs := log.all(); len(legs) != 2 || legs[0].backend != "p1" {
+		t.Errorf("legs %+v: want the reloaded prefill pool's first backend, p1", legs)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"to aggregated", func(c *Config) { c.PD = PDConfig{} }, "takes a restart"},
+		{"decider", func(c *Config) { c.PD.Decider = PolicyRef{Name: "never"} }, "takes a restart"},
+	} {
+		c := grown
+		c.PD.Roles = grown.PD.Roles
+		tc.edit(&c)
+		if err := h.g.Reload(c); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want %q", tc.name, err, tc.want)
+		}
+	}
+}
