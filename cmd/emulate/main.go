@@ -65,6 +65,9 @@ type options struct {
 	kvDial       string // or every replica dials this endpoint (a router that binds)
 
 	prefillReplicas int // the first this many replicas serve prefill legs, the others decode
+	// pools, for a split fleet file (fleet.pools or fleet.split), are the replicas by pool,
+	// in order: replica i is the i-th of their concatenation.
+	pools []sweep.PoolEngines
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -190,6 +193,9 @@ func start(ctx context.Context, o options) ([]*emulate.Replica, *http.Server, er
 		cfg.Addr = net.JoinHostPort(o.host, strconv.Itoa(port))
 		cfg.KVEvents = o.kvEvents(i)
 		cfg.PD.Role = o.role(i)
+		if ec := o.poolEngine(i); ec != nil {
+			cfg.Deployment, cfg.Offload, cfg.TP, cfg.NumBlocks = &ec.Deployment, ec.Offload, ec.Deployment.TP, ec.NumBlocks
+		}
 		r, err := emulate.NewReplica(cfg)
 		if err == nil {
 			err = r.Start(ctx)

@@ -6,8 +6,11 @@ import (
 	"fmt"
 	"strings"
 
+	"kvroute/gpumodel"
 	"kvroute/internal/emulate"
 	"kvroute/sim/cluster"
+	"kvroute/sim/engine"
+	"kvroute/sweep"
 )
 
 // definePD registers the flags of a disaggregated fleet: the replicas' roles and their side
@@ -16,7 +19,7 @@ func definePD(fs *flag.FlagSet, o *options) {
 	pd := &o.cfg.PD
 	fs.StringVar(&pd.Role, "role", "", "every replica's role: prefill (serves NIXL prefill legs only) or decode (reads a decode leg's KV first); empty: aggregated")
 	fs.IntVar(&o.prefillReplicas, "prefill-replicas", 0, "the first N replicas serve prefill legs, the others decode legs (0: -role for all)")
-	fs.Float64Var(&pd.BandwidthGbps, "kv-transfer-bandwidth-gbps", 0, "each replica's KV transfer link in Gbit/s (fleet.kv_transfer.bandwidth_gbps; 0: 400)")
+	fs.Float64Var(&pd.BandwidthGbps, "kv-transfer-bandwidth-gbps", 0, "KV transfer link per GPU in Gbit/s; a replica reads over its TP GPUs' links (fleet.kv_transfer.bandwidth_gbps; 0: 400)")
 	fs.DurationVar(&pd.BaseLatency, "kv-transfer-base-latency", 0, "latency added to every KV transfer (fleet.kv_transfer.base_latency)")
 	fs.DurationVar(&pd.AbortTimeout, "kv-transfer-abort-timeout", 0, "how long a prefill leg's blocks stay held when no decoder reads them (fleet.kv_transfer.abort_timeout, VLLM_NIXL_ABORT_REQUEST_TIMEOUT; 0: 480s)")
 	fs.StringVar(&pd.FailurePolicy, "kv-transfer-failure-policy", "", "vLLM's kv_load_failure_policy, fail or recompute (fleet.kv_transfer.failure_policy; empty: fail)")
@@ -35,6 +38,14 @@ func (o options) checkPD() error {
 
 // role is replica i's role.
 func (o options) role(i int) string {
+	if o.pools != nil {
+		for _, p := range o.pools {
+			if i < len(p.Engines) {
+				return p.Role
+			}
+			i -= len(p.Engines)
+		}
+	}
 	if o.prefillReplicas == 0 {
 		return o.cfg.PD.Role
 	}
@@ -53,4 +64,48 @@ func (o options) pdRoles() string {
 		}
 	}
 	return strings.Join(roles, ",")
+}
+
+// poolEngine is replica i's engine configuration in a split fleet, nil otherwise.
+func (o options) poolEngine(i int) *engine.Config {
+	for _, p := range o.pools {
+		if i < len(p.Engines) {
+			return &p.Engines[i]
+		}
+		i -= len(p.Engines)
+	}
+	return nil
+}
+
+// resolvePools resolves a split fleet file (fleet.pools or fleet.split) into o: the pools'
+// replicas, each with its pool's role and replica keys, and fleet.kv_transfer's link where
+// no -kv-transfer flag overrides it.
+func (o *options) resolvePools(fs *flag.FlagSet, fl sweep.FleetConfig, cat gpumodel.Catalog) error {
+	if isSet(fs, "role") || isSet(fs, "prefill-replicas") || isSet(fs, "replicas") {
+		return errors.New("-fleet: the file splits the fleet into pools: -role, -prefill-replicas and -replicas do not apply")
+	}
+	pools, err := fl.PoolEngines(cat, "fleet")
+	if err != nil {
+		return err
+	}
+	o.pools, o.replicas = pools, 0
+	for _, p := range pools {
+		o.replicas += len(p.Engines)
+	}
+	pd, kt := &o.cfg.PD, fl.KVTransfer
+	for name, apply := range map[string]func(){
+		"kv-transfer-bandwidth-gbps": func() { pd.BandwidthGbps = kt.BandwidthGbps },
+		"kv-transfer-base-latency":   func() { pd.BaseLatency = kt.BaseLatency },
+		"kv-transfer-abort-timeout":  func() { pd.AbortTimeout = kt.AbortTimeout },
+		"kv-transfer-failure-policy": func() { pd.FailurePolicy = kt.FailurePolicy },
+	} {
+		if !isSet(fs, name) {
+			apply()
+		}
+	}
+	first := pools[0].Engines[0]
+	r := fl.ReplicaConfig
+	o.cfg.GPU, o.cfg.Model, o.cfg.TP, o.cfg.VLLM = first.Deployment.GPU.Name, r.Model, first.Deployment.TP, r.VLLM
+	o.cfg.Deployment, o.cfg.Offload = &first.Deployment, first.Offload
+	return nil
 }

@@ -36,6 +36,7 @@ type core struct {
 	// reads per prompt token.
 	kvBytesPerToken int64
 	reads           []sim.Time    // when the decode legs' reads in flight end
+	tp              int           // the replica's GPUs, each with its own link
 	off             *offloadStats // nil unless the replica has a CPU tier
 
 	ttft, e2e histogram // in wall seconds
@@ -43,7 +44,7 @@ type core struct {
 }
 
 func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
-	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1, pd: cfg.PD, kvBytesPerToken: d.Model.KVBytesPerToken(),
+	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1, pd: cfg.PD, kvBytesPerToken: d.Model.KVBytesPerToken(), tp: d.TP,
 		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets)}
 	rel, err := engine.ParseRelease(cfg.VLLM)
 	if err != nil {

@@ -34,7 +34,8 @@ const (
 type PDConfig struct {
 	// Role is "" (aggregated), prefill or decode.
 	Role string `json:"role" yaml:"role"`
-	// BandwidthGbps is the replica's KV transfer link, in Gbit/s (0: 400, one 400G NIC).
+	// BandwidthGbps is the KV transfer link per GPU, in Gbit/s; a replica of TP GPUs reads
+	// over TP of them, as fleet.kv_transfer.bandwidth_gbps (0: 400, one 400G NIC per GPU).
 	BandwidthGbps float64 `json:"bandwidth_gbps" yaml:"bandwidth_gbps"`
 	// BaseLatency is added to every transfer (0: none).
 	BaseLatency time.Duration `json:"base_latency" yaml:"base_latency"`
@@ -70,12 +71,14 @@ func (p PDConfig) engineConfig() engine.KVTransferConfig {
 	return engine.KVTransferConfig{AbortTimeout: p.AbortTimeout, Recompute: p.FailurePolicy == "recompute"}
 }
 
-// transferTime is how long reading tokens of KV, bytesPerToken each, takes over the link.
-func (p PDConfig) transferTime(tokens int, bytesPerToken int64) time.Duration {
+// transferTime is how long reading tokens of KV, bytesPerToken each, takes over the links
+// of tp GPUs.
+func (p PDConfig) transferTime(tokens int, bytesPerToken int64, tp int) time.Duration {
 	gbps := p.BandwidthGbps
 	if gbps == 0 {
 		gbps = defaultBandwidthGbps
 	}
+	gbps *= float64(max(tp, 1))
 	bits := float64(tokens) * float64(bytesPerToken) * 8
 	return p.BaseLatency + time.Duration(bits/(gbps*1e9)*float64(time.Second))
 }
@@ -186,7 +189,7 @@ func (r *Replica) readDone(w http.ResponseWriter, req *http.Request) {
 // transfer time, in virtual time, and the prefill replica is told so it frees its blocks.
 func (c *core) remoteRead(req *engine.Request, tokens int) {
 	st := req.Tag.(*stream)
-	end := c.k.Now() + sim.Time(c.pd.transferTime(tokens, c.kvBytesPerToken))
+	end := c.k.Now() + sim.Time(c.pd.transferTime(tokens, c.kvBytesPerToken, c.tp))
 	c.reads = append(c.reads, end)
 	c.k.Schedule(end, 0, func(sim.Time) {
 		if i := slices.Index(c.reads, end); i >= 0 {

@@ -124,17 +124,18 @@ func TestPrefillRoleRejects(t *testing.T) {
 
 func TestTransferTime(t *testing.T) {
 	for _, tc := range []struct {
-		p      PDConfig
-		tokens int
-		bytes  int64
-		want   time.Duration
+		p          PDConfig
+		tokens, tp int
+		bytes      int64
+		want       time.Duration
 	}{
-		{PDConfig{}, 1000, 131072, 2621440 * time.Nanosecond}, // 1 Gbit over 400 Gbit/s
-		{PDConfig{BandwidthGbps: 100, BaseLatency: time.Millisecond}, 1000, 131072, 11485760 * time.Nanosecond},
-		{PDConfig{BaseLatency: 50 * time.Millisecond}, 0, 131072, 50 * time.Millisecond},
+		{PDConfig{}, 1000, 1, 131072, 2621440 * time.Nanosecond}, // 1.05 Gbit over 400 Gbit/s
+		{PDConfig{}, 1000, 4, 131072, 655360 * time.Nanosecond},  // over four GPUs' links
+		{PDConfig{BandwidthGbps: 100, BaseLatency: time.Millisecond}, 1000, 1, 131072, 11485760 * time.Nanosecond},
+		{PDConfig{BaseLatency: 50 * time.Millisecond}, 0, 1, 131072, 50 * time.Millisecond},
 	} {
-		if got := tc.p.transferTime(tc.tokens, tc.bytes); got != tc.want {
-			t.Errorf("%+v: transferTime(%d, %d) = %v, want %v", tc.p, tc.tokens, tc.bytes, got, tc.want)
+		if got := tc.p.transferTime(tc.tokens, tc.bytes, tc.tp); got != tc.want {
+			t.Errorf("%+v: transferTime(%d, %d, %d) = %v, want %v", tc.p, tc.tokens, tc.bytes, tc.tp, got, tc.want)
 		}
 	}
 }
