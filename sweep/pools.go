@@ -42,7 +42,8 @@ type PoolConfig struct {
 // vLLM's NixlConnector over each replica's RDMA NICs.
 type KVTransferConfig struct {
 	// BandwidthGbps is the NIC bandwidth in Gbit/s per GPU and direction; a replica of TP
-	// GPUs reads and writes over TP of them (0: DefaultNICGbps).
+	// GPUs reads and writes over TP of them (0: 400, one ConnectX-7 per GPU as HGX H100 and
+	// H200 systems carry).
 	BandwidthGbps float64 `yaml:"bandwidth_gbps,omitempty"`
 	// BaseLatency is the fixed cost of one transfer before its bytes move (default 0).
 	BaseLatency time.Duration `yaml:"base_latency,omitempty"`

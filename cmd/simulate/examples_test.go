@@ -32,7 +32,7 @@ var exampleReductions = []struct {
 // light ones; an unlisted file counts as heavy.
 var exampleCost = map[string]string{
 	"tenant-flood.yaml": "light", "sglang-v0.4.yaml": "light", "sglang-v0.4-5-per-group.yaml": "light",
-	"kubeai-prefix-hash.yaml": "light", "mooncake-trace.yaml": "medium", "offload.yaml": "medium", "llm-d-tiered-prefix-cache.yaml": "medium", "llm-d-kv-cache-wins.yaml": "medium",
+	"kubeai-prefix-hash.yaml": "light", "mooncake-trace.yaml": "medium", "offload.yaml": "medium", "pd.yaml": "medium", "llm-d-tiered-prefix-cache.yaml": "medium", "llm-d-kv-cache-wins.yaml": "medium",
 }
 
 // skipExample reports why the file is skipped in this test binary, or "".

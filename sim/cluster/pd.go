@@ -70,6 +70,7 @@ type pdFlight struct {
 	leg     *engine.Request // the prefill leg, a new one per attempt
 	prefill int             // the replica running (or that ran) the prefill leg
 	refused bool            // the prefill replica was down when the leg reached it
+	retries int             // the prefill leg's retries
 	fails   int             // the prefill replica's failures when its leg ended
 	cached  int             // the prefill leg's prefix-cache hit
 	start   sim.Time        // when the decode replica asked for the read
@@ -235,7 +236,8 @@ func (s *Sim) legAnswered(f *flight, res engine.Result, now sim.Time) {
 		err := p.t.Prefill.Retry(s.wall(now))
 		switch {
 		case err == nil:
-			f.retries++
+			p.retries++
+			f.retries = p.retries + f.tk().Retries()
 			s.sendLeg(f, now)
 		case errors.Is(err, router.ErrRetriesExhausted):
 			p.t.Decode.Finish(router.Usage{}, s.wall(now))
@@ -261,8 +263,8 @@ func (s *Sim) remoteRead(to int, req *engine.Request, tokens int) {
 	end := func(now sim.Time) {
 		ok := s.pd.fails[from] == p.fails // the prefill replica kept the blocks
 		s.reps[from].ReleaseHeld(leg)
-		if p.gen != gen {
-			return
+		if p.gen != gen || req.PD != engine.PDDecode {
+			return // the request ended, or is retried whole elsewhere
 		}
 		p.xfer = (now - p.start).Duration()
 		p.failed = !ok

@@ -116,6 +116,9 @@ func (s *Sim) retry(f *flight, now sim.Time) {
 	switch {
 	case err == nil:
 		f.retries = f.tk().Retries()
+		if f.pd != nil {
+			f.retries += f.pd.retries // the prefill leg's, before
+		}
 		f.firstToken = 0
 		f.ereq.PD = engine.PDNone // a split fleet's decode retry prefills on its new replica
 		s.send(f, now)
