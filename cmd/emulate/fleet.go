@@ -61,6 +61,9 @@ func (f *fleetFlags) resolve(fs *flag.FlagSet, o *options) error {
 	if err != nil {
 		return fmt.Errorf("catalog: %w", err)
 	}
+	if fl.Disaggregated() {
+		return o.resolvePools(fs, fl, cat)
+	}
 	if fl.Replicas < 1 {
 		return fmt.Errorf("-replicas must be at least 1, got %d", fl.Replicas)
 	}

@@ -63,6 +63,11 @@ type options struct {
 	kvPort       int    // replica i binds its KV-event PUB socket on host:(kvPort+i)
 	kvReplayPort int    // and its replay ROUTER on host:(kvReplayPort+i)
 	kvDial       string // or every replica dials this endpoint (a router that binds)
+
+	prefillReplicas int // the first this many replicas serve prefill legs, the others decode
+	// pools, for a split fleet file (fleet.pools or fleet.split), are the replicas by pool,
+	// in order: replica i is the i-th of their concatenation.
+	pools []sweep.PoolEngines
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -91,6 +96,7 @@ func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
 	fs.IntVar(&o.kvReplayPort, "kv-events-replay-port", 0, "replica i serves missed KV-event batches on a ZMQ ROUTER at host:(port+i) (0: off)")
 	fs.StringVar(&o.kvDial, "kv-events-connect", "", "publish KV events by dialing this ZMQ endpoint (tcp://host:port), where a router binds")
 	fs.BoolVar(&o.cfg.KVEvents.NamedFields, "kv-events-named", false, "encode KV events as named-field maps (vLLM PR #42892) instead of positional arrays")
+	definePD(fs, o)
 	return o, fs
 }
 
@@ -128,7 +134,7 @@ func (o options) check(fs *flag.FlagSet) (options, error) {
 	if o.kvReplayPort > 0 && o.kvPort == 0 && o.kvDial == "" {
 		errs = append(errs, errors.New("-kv-events-replay-port needs -kv-events-port or -kv-events-connect"))
 	}
-	errs = append(errs, o.cfg.Validate())
+	errs = append(errs, o.checkPD(), o.cfg.Validate())
 	return o, errors.Join(errs...)
 }
 
@@ -158,6 +164,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	// The simulator's names for its replicas: the router given these backends decides on
 	// the ids the simulation decided on.
 	log.Info("for cmd/route", "backends", strings.Join(backends, ","))
+	if roles := o.pdRoles(); roles != "" {
+		log.Info("for cmd/route", "pd-roles", roles)
+	}
 	if admin != nil {
 		log.Info("admin API serving", "url", "http://"+admin.Addr)
 	}
@@ -183,6 +192,10 @@ func start(ctx context.Context, o options) ([]*emulate.Replica, *http.Server, er
 		}
 		cfg.Addr = net.JoinHostPort(o.host, strconv.Itoa(port))
 		cfg.KVEvents = o.kvEvents(i)
+		cfg.PD.Role = o.role(i)
+		if ec := o.poolEngine(i); ec != nil {
+			cfg.Deployment, cfg.Offload, cfg.TP, cfg.NumBlocks = &ec.Deployment, ec.Offload, ec.Deployment.TP, ec.NumBlocks
+		}
 		r, err := emulate.NewReplica(cfg)
 		if err == nil {
 			err = r.Start(ctx)

@@ -23,7 +23,9 @@ const keysEnv = "KVROUTE_API_KEYS"
 // tokenize) at the top level.
 type fileConfig struct {
 	// Policy is the routing policy: a name or {name: NAME, PARAM: VALUE, ...}, as a sweep
-	// file's policies entries (default prefix-score).
+	// file's policies entries (default prefix-score). With pd.mode set it may take a sweep
+	// file's P/D form, {name: LABEL, decider: SPEC, prefill: SPEC, decode: SPEC}; a plain
+	// policy then routes both stages with the always decider.
 	Policy sweep.PolicySpec `yaml:"policy"`
 	// Seed is the master seed, as a sweep file's seed: the policy's random source is seeded
 	// with sweep.RouterSeed(Seed), the seed the simulator gives a sweep's router, so the same
@@ -93,6 +95,8 @@ type options struct {
 	kvForward       string
 	kvBootstrap     string
 	tokenize        bool
+	pdMode          string
+	pdRoles         string
 	getenv          func(string) string
 }
 
@@ -122,6 +126,8 @@ func parseFlags(args []string, stderr io.Writer) (*options, error) {
 	fs.StringVar(&o.kvForward, "kv-events-forward", "", "with -kv-events-bind: a PUB endpoint (tcp://0.0.0.0:5600) re-publishing every event received, for other routers' -kv-events-connect tcp://this-host:5600")
 	fs.StringVar(&o.kvBootstrap, "kv-events-bootstrap-from", "", "comma-separated peer routers' admin URLs (http://router-0:9090): at start, load the first one's KV index snapshot (GET /kv/snapshot) before routing")
 	fs.BoolVar(&o.tokenize, "tokenize", false, "fill request token ids from a backend's /tokenize (needed by precise-prefix)")
+	fs.StringVar(&o.pdMode, "pd-mode", "", "route a prefill/decode fleet: two-step (the router runs vLLM's NIXL two-step) or sidecar (it sets llm-d's x-prefiller-host-port header for the decode backend's sidecar) (pd.mode)")
+	fs.StringVar(&o.pdRoles, "pd-roles", "", "comma-separated backend roles, NAME=prefill or NAME=decode (NAME: a backend's name or URL); a backend left out is aggregated and decodes (pd.roles)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -160,7 +166,9 @@ func (o *options) load() (fileConfig, error) {
 	if err := c.validate(); err != nil {
 		return c, err
 	}
-	c.Gateway.Policy, c.Gateway.PolicyParams = c.Policy.Name, c.Policy.Params
+	if err := c.policyInto(&c.Gateway); err != nil {
+		return c, err
+	}
 	c.Gateway.Seed = sweep.RouterSeed(c.Seed)
 	cat, err := sweep.LoadCatalog(c.Catalog)
 	if err != nil {
@@ -281,7 +289,38 @@ func (o *options) apply(name string, c *fileConfig) error {
 		c.Gateway.KVEvents.BootstrapFrom = splitList(o.kvBootstrap)
 	case "tokenize":
 		c.Gateway.Tokenize.Remote = o.tokenize
+	case "pd-mode":
+		c.Gateway.PD.Mode = o.pdMode
+	case "pd-roles":
+		roles := map[string]string{}
+		for _, kv := range splitList(o.pdRoles) {
+			name, role, ok := strings.Cut(kv, "=")
+			if !ok || name == "" {
+				return fmt.Errorf("%q: want NAME=prefill or NAME=decode", kv)
+			}
+			roles[name] = role
+		}
+		c.Gateway.PD.Roles = roles
 	}
+	return nil
+}
+
+// policyInto fills the gateway's policy fields from the policy spec: a plain policy names
+// the gateway's policy; a P/D spec names the decider and the stages' policies, and its
+// decode policy stands as the gateway's policy.
+func (c fileConfig) policyInto(g *gateway.Config) error {
+	pd := c.Policy.PD
+	g.Policy, g.PolicyParams = c.Policy.Name, c.Policy.Params
+	if pd == nil {
+		return nil
+	}
+	if !g.PD.On() {
+		return fmt.Errorf("route: policy %s: a P/D policy (decider, prefill, decode) needs pd.mode", c.Policy.Name)
+	}
+	ref := func(s sweep.PolicySpec) gateway.PolicyRef { return gateway.PolicyRef{Name: s.Name, Params: s.Params} }
+	g.PD.Name = c.Policy.Name
+	g.PD.Decider, g.PD.Prefill, g.PD.Decode = ref(pd.Decider), ref(pd.Prefill), ref(pd.Decode)
+	g.Policy, g.PolicyParams = pd.Decode.Name, pd.Decode.Params
 	return nil
 }
 

@@ -169,7 +169,7 @@ func listen(cfg fileConfig, g *gateway.Gateway, log *slog.Logger) ([]server, cha
 		}
 		servers = append(servers, server{ln.Addr().String(), srv})
 		go func() { served <- srv.Serve(ln) }()
-		log.Info("serving", "addr", ln.Addr().String(), "admin", r.addr == cfg.AdminListen, "policy", cfg.Gateway.Policy)
+		log.Info("serving", "addr", ln.Addr().String(), "admin", r.addr == cfg.AdminListen, "policy", cfg.Policy.Name, "pd", cfg.Gateway.PD.Mode)
 	}
 	return servers, served, nil
 }

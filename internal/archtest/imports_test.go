@@ -30,7 +30,7 @@ var allowed = map[string][]string{
 	"results/report":      {"kvroute/results", "kvroute/results/stats", "gonum.org/v1/plot/...", "github.com/olekukonko/tablewriter/...", "github.com/yuin/goldmark/..."},
 	"results/resultstest": {"kvroute/results"},
 	"internal/openai":     {"github.com/go-json-experiment/json/..."},
-	"internal/vllm":       {"github.com/prometheus/common/...", "github.com/prometheus/client_model/..."},
+	"internal/vllm":       {"github.com/prometheus/common/...", "github.com/prometheus/client_model/...", "github.com/go-json-experiment/json/..."},
 	"internal/gateway":    {"kvroute/router/...", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "github.com/prometheus/client_golang/...", "github.com/cespare/xxhash/v2", "github.com/hashicorp/golang-lru/v2/..."},
 	"internal/emulate":    {"kvroute/sim/...", "kvroute/gpumodel", "kvroute/internal/openai", "kvroute/internal/vllm", "kvroute/internal/kvevents", "kvroute/workloads"},
 	"internal/kvevents":   {"kvroute/router/prefix", "github.com/go-zeromq/zmq4/...", "github.com/vmihailenco/msgpack/v5/...", "github.com/cespare/xxhash/v2"},

@@ -51,6 +51,9 @@ type Config struct {
 	// (cmd/emulate sets it from fleet.kv_offloading_size); the zero value: none. The tier
 	// publishes its KV events with medium CPU and /metrics shows vLLM's offload metrics.
 	Offload engine.OffloadConfig `json:"-" yaml:"-"`
+	// PD is the replica's role in a disaggregated fleet and its KV transfer link; the zero
+	// value: aggregated.
+	PD PDConfig `json:"pd" yaml:"pd"`
 	// StepTime, when not nil, replaces gpumodel's step pricing (tests use fixed step times).
 	StepTime func(gpumodel.Step) time.Duration `json:"-" yaml:"-"`
 	// Deployment, when not nil, is the resolved replica to run, and GPU, Model, TP,
@@ -109,6 +112,9 @@ func (c Config) Validate() error {
 		errs = append(errs, fmt.Errorf("emulate: max_body_bytes must be positive, got %d", c.MaxBodyBytes))
 	}
 	if err := c.KVEvents.validate(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := c.PD.validate(); err != nil {
 		errs = append(errs, err)
 	}
 	if strings.TrimSpace(c.ServedModelName) != c.ServedModelName {

@@ -21,6 +21,7 @@ func (r *Replica) routes() *http.ServeMux {
 	mux.HandleFunc("GET /health", r.health)
 	mux.HandleFunc("GET /metrics", r.metrics)
 	mux.HandleFunc("POST /tokenize", r.tokenizeHandler)
+	mux.HandleFunc("POST /nixl/read-done", r.readDone)
 	mux.Handle("/admin/", r.AdminHandler())
 	return mux
 }
@@ -105,6 +106,7 @@ type pending struct {
 	includeUsage bool
 	id           string
 	created      int64
+	pd           pdLeg // the request's P/D leg, if any
 }
 
 // parse reads and checks a request body and prepares its engine request. It returns an
@@ -142,6 +144,10 @@ func (r *Replica) parse(w http.ResponseWriter, req *http.Request, chat bool) (pe
 	if chat {
 		p.id = "chatcmpl-" + p.st.req.ID
 	}
+	if e := r.pdCheck(&p, req, body); e != nil {
+		return pending{}, e
+	}
+	p.st.pdParams = p.pd.params
 	return p, nil
 }
 

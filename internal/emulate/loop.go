@@ -30,15 +30,21 @@ type core struct {
 	fresh   int       // streams appended to active during the step now ending
 	lastGen int64     // engine GenerationTokens at the last step end
 
-	kv  *kvOut        // nil unless the replica publishes KV events
-	off *offloadStats // nil unless the replica has a CPU tier
+	kv *kvOut   // nil unless the replica publishes KV events
+	pd PDConfig // the replica's P/D role and link
+	// kvBytesPerToken is the KV a token takes across the replica's GPUs: what a decode leg
+	// reads per prompt token.
+	kvBytesPerToken int64
+	reads           []sim.Time    // when the decode legs' reads in flight end
+	tp              int           // the replica's GPUs, each with its own link
+	off             *offloadStats // nil unless the replica has a CPU tier
 
 	ttft, e2e histogram // in wall seconds
 	success   int64     // requests that completed
 }
 
 func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
-	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1,
+	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1, pd: cfg.PD, kvBytesPerToken: d.Model.KVBytesPerToken(), tp: d.TP,
 		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets)}
 	rel, err := engine.ParseRelease(cfg.VLLM)
 	if err != nil {
@@ -53,12 +59,15 @@ func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
 		}
 		hooks.KV = c.kv.add
 	}
+	if cfg.PD.Role != "" {
+		hooks.RemoteRead = c.remoteRead
+	}
 	if cfg.Offload.Enabled() {
 		c.off = &offloadStats{store: newHistogram(offloadSizeBuckets), load: newHistogram(offloadSizeBuckets)}
 		hooks.Transfer = c.off.transfer
 	}
 	eng, err := engine.New(c.k, engine.Config{Deployment: d, NumBlocks: cfg.NumBlocks, StepTime: cfg.StepTime,
-		Stretch: c.stretch, Release: rel, Offload: cfg.Offload}, hooks)
+		Stretch: c.stretch, Release: rel, Offload: cfg.Offload, KVTransfer: cfg.PD.engineConfig()}, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +88,8 @@ func (c *core) run(ctx context.Context, submit <-chan *stream, ctl <-chan func(*
 			return err
 		}
 		var wake <-chan time.Time
-		if c.stepping {
-			timer.Reset(time.Until(c.wallAt(c.due)))
+		if at, ok := c.nextWake(); ok {
+			timer.Reset(time.Until(c.wallAt(at)))
 			wake = timer.C
 		}
 		select {
@@ -119,8 +128,8 @@ func (c *core) seconds(d sim.Time) float64 { return d.Seconds() / c.speed }
 // advance runs every event up to the virtual time of wall.
 func (c *core) advance(wall time.Time) error {
 	v := c.virtual(wall)
-	if c.stepping && v < c.due && !wall.Before(c.wallAt(c.due)) {
-		v = c.due // float rounding must not leave a due step unfired
+	if at, ok := c.nextWake(); ok && v < at && !wall.Before(c.wallAt(at)) {
+		v = at // float rounding must not leave a due step or read unfired
 	}
 	err := c.k.Run(max(v, c.k.Now()))
 	if c.kv != nil && c.kv.pub != nil {
@@ -185,6 +194,9 @@ func (c *core) step(sim.Time, time.Duration, gpumodel.Step) {
 func (c *core) done(res engine.Result) {
 	st := res.Request.Tag.(*stream)
 	st.ended = true
+	if res.Request.PD == engine.PDPrefill && res.Status == engine.Completed {
+		st.heldBlocks = c.eng.HeldBlocks(res.Request)
+	}
 	rest := 0
 	if res.Status == engine.Completed {
 		rest = max(res.OutputTokens-st.sent, 0)

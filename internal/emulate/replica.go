@@ -42,6 +42,7 @@ type Replica struct {
 	ctl    chan func(*core)
 	done   chan struct{} // closed when the engine loop has returned
 	ids    atomic.Uint64
+	held   heldLegs // finished prefill legs whose blocks wait for a decoder
 
 	mu       sync.Mutex
 	started  bool

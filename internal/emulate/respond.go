@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"kvroute/internal/openai"
+	"kvroute/internal/vllm"
 	"kvroute/sim/engine"
 )
 
@@ -18,6 +19,8 @@ type (
 		Model   string       `json:"model"`
 		Choices []wireChoice `json:"choices"`
 		Usage   *wireUsage   `json:"usage,omitempty"`
+		// KVTransferParams is a prefill leg's answer: where its blocks wait.
+		KVTransferParams *vllm.KVTransferParams `json:"kv_transfer_params,omitempty"`
 	}
 	wireChoice struct {
 		Index        int          `json:"index"`
@@ -126,6 +129,9 @@ func (r *Replica) writeWhole(w http.ResponseWriter, req *http.Request, p pending
 	v := r.envelope(p, false)
 	v.Choices = append(v.Choices, choice(p, p.st.answer(0, res.OutputTokens), false, &finish))
 	v.Usage = usageOf(res)
+	if p.pd.role == engine.PDPrefill {
+		v.KVTransferParams = r.prefillParams(p, p.st.heldBlocks)
+	}
 	p.st.setEngineTTFT(w.Header())
 	writeJSON(w, http.StatusOK, v)
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"kvroute/internal/vllm"
 	"kvroute/sim"
 	"kvroute/sim/engine"
 	"kvroute/workloads"
@@ -31,6 +32,11 @@ type stream struct {
 	done       bool
 	result     engine.Result
 	engineTTFT time.Duration // virtual time from the engine's receipt to the first token
+
+	// P/D: a decode leg's params, set before it is submitted; a prefill leg's held blocks,
+	// set by the loop before its result is published.
+	pdParams   vllm.KVTransferParams
+	heldBlocks []int32
 }
 
 // newStream prepares a request to generate outputTokens after prompt. A chat answer's

@@ -52,6 +52,9 @@ type Config struct {
 	KVEvents KVEventsConfig `yaml:"kv_events" json:"kv_events"`
 	// Tokenize fills requests' token ids from the backends' /tokenize.
 	Tokenize TokenizeConfig `yaml:"tokenize" json:"tokenize"`
+	// PD splits the backends into prefill and decode pools and says who runs vLLM's NIXL
+	// two-step; absent, the backends are one aggregated pool.
+	PD PDConfig `yaml:"pd" json:"pd"`
 }
 
 // HealthConfig configures the per-backend scrape loop, which is also the health check.
@@ -157,7 +160,7 @@ func (c Config) Validate() error {
 		}
 	}
 	errs = append(errs, c.Health.validate(), c.Timeouts.validate(), c.Limits.validate(),
-		c.KVEvents.validate(specs), c.Tokenize.validate())
+		c.KVEvents.validate(specs), c.Tokenize.validate(), c.PD.validate(specs))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("gateway: config: %w", err)
 	}

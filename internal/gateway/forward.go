@@ -69,6 +69,12 @@ func rewrite(pr *httputil.ProxyRequest) {
 	}
 	h.Del("Expect")
 	h.Del("Accept-Encoding")
+	if c.st.pd != nil { // both legs, and a sidecar's, under one id
+		if c.requestID = h.Get(requestIDHeader); c.requestID == "" {
+			c.requestID = newRequestID()
+			h.Set(requestIDHeader, c.requestID)
+		}
+	}
 	pr.Out.ContentLength = int64(len(c.body))
 	pr.Out.Body = http.NoBody
 }
@@ -110,10 +116,13 @@ func (g *Gateway) proxyError(w http.ResponseWriter, r *http.Request, err error) 
 // its name, never its URL.
 func failureError(err error) *openai.Error {
 	var busy *busyError
-	if errors.As(err, &busy) {
+	var pf *prefillError
+	switch {
+	case errors.As(err, &pf):
+		return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeServer, Message: err.Error(), Code: "prefill_failed"}
+	case errors.As(err, &busy):
 		return &openai.Error{Status: http.StatusServiceUnavailable, Type: openai.TypeServer, Message: err.Error(), Code: "backend_busy"}
-	}
-	if isTimeout(err) {
+	case isTimeout(err):
 		return &openai.Error{Status: http.StatusGatewayTimeout, Type: openai.TypeServer, Message: err.Error(), Code: "backend_timeout"}
 	}
 	return &openai.Error{Status: http.StatusBadGateway, Type: openai.TypeServer, Message: err.Error(), Code: "backend_error"}
@@ -145,6 +154,11 @@ func (f forwarder) RoundTrip(out *http.Request) (*http.Response, error) {
 	g.metrics.decision.Observe(time.Since(t0).Seconds())
 	if err != nil {
 		return nil, &noBackendError{c.req.Model, err}
+	}
+	if c.prefill != nil && c.st.cfg.PD.Mode == PDTwoStep {
+		if resp, err := g.runPrefill(out, c, res); resp != nil || err != nil {
+			return resp, err
+		}
 	}
 	g.metrics.overhead.Observe(time.Since(c.start).Seconds())
 	for {
@@ -179,6 +193,10 @@ func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response,
 		req.URL = b.complURL
 	}
 	req.Body = io.NopCloser(bytes.NewReader(c.body))
+	req.ContentLength = int64(len(c.body)) // a two-step's decode leg carries the prefill's params
+	if c.prefill != nil && c.st.cfg.PD.Mode == PDSidecar {
+		req.Header.Set(prefillerHeader, c.prefill.hostPort())
+	}
 	req.GetBody = nil // the transport cannot rewind the body, so it never sends the request twice
 	resp, err := f.g.opts.Transport.RoundTrip(req)
 	if err != nil {

@@ -60,8 +60,10 @@ type Gateway struct {
 	kvIndex  *kvevents.Index                     // the replicas' caches from their KV events
 	kvSub    *kvevents.Subscriber                // feeds kvIndex
 	tok      *tokenizer
-	lc       *router.Lifecycle            // every request's life, on the current state's backends
-	viewFn   func([]router.EndpointState) // g.view, bound once
+	lc       *router.Lifecycle               // every request's life, on the current state's backends
+	viewFn   func([]router.EndpointState)    // g.view, bound once
+	pd       *router.PD                      // the P/D fleet's lifecycles; nil when aggregated
+	pdViews  [2]func([]router.EndpointState) // g.viewPool of the prefill and decode pools
 
 	mu          sync.Mutex      // guards the fields below, every backend's mutable fields and decisions
 	runCtx      context.Context // set while Run runs
@@ -80,6 +82,15 @@ type state struct {
 	tokenize bool // fill token ids from /tokenize: asked for, or the policy reads them
 	backends []*backend
 	keys     [][]byte
+	pd       *pdPools // nil when aggregated
+}
+
+// policyName labels requests in metrics: the policy's, or the P/D spec's name.
+func (st *state) policyName() string {
+	if st.pd != nil {
+		return st.pd.label
+	}
+	return st.policy.Name()
 }
 
 // New builds a Gateway for cfg. It starts no goroutine: call Run to scrape the backends.
@@ -114,6 +125,11 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 	}
 	if g.lc, err = router.NewLifecycle(st.policy, st.endpoints(), st.lifecycleConfig()); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	if st.pd != nil {
+		if err := g.newPD(st); err != nil {
+			return nil, err
+		}
 	}
 	g.install(st)
 	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport, m); err != nil {
@@ -186,6 +202,9 @@ func (g *Gateway) build(cfg Config, old *state) (*state, error) {
 	for _, k := range cfg.APIKeys {
 		st.keys = append(st.keys, []byte(k))
 	}
+	if err := g.buildPD(st, old); err != nil {
+		return nil, err
+	}
 	return st, nil
 }
 
@@ -248,6 +267,10 @@ func (g *Gateway) Reload(cfg Config) error {
 	}
 	g.lc.SetPolicy(st.policy)
 	_ = g.lc.SetConfig(st.lifecycleConfig()) // validated with cfg
+	if err := g.reloadPD(st); err != nil {   // names are unique: validated
+		g.mu.Unlock()
+		return err
+	}
 	for _, b := range st.backends {
 		g.startLoop(b)
 	}
@@ -256,7 +279,7 @@ func (g *Gateway) Reload(cfg Config) error {
 		g.metrics.forget(b.name)
 		g.kvIndex.Drop(b.name)
 	}
-	if st.policy != old.policy { // the new policy learns the caches the index holds
+	if st.policy != old.policy || (st.pd != nil && st.pd.policy != old.pd.policy) { // new policies learn the caches the index holds
 		g.kvIndex.Resend()
 	}
 	return nil
@@ -337,7 +360,11 @@ func (g *Gateway) Tokenizes() bool { return g.current.Load().tokenize }
 func (g *Gateway) Backends() []BackendStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	bs, eps := g.current.Load().backends, g.lc.Endpoints()
+	st := g.current.Load()
+	bs, eps := st.backends, g.lc.Endpoints()
+	if g.pd != nil {
+		eps = g.endpointsPD(st)
+	}
 	out := make([]BackendStatus, len(bs))
 	for i, b := range bs {
 		out[i] = b.status(eps[i])

@@ -127,34 +127,40 @@ func cutNamed(s string) (name, endpoint string, ok bool) {
 	return s[:i], s[i+1:], true
 }
 
-// kvSink hands the index's router-keyed events to the policy in force, when it reads caches.
+// kvSink hands the index's router-keyed events to the policy in force, when it reads caches:
+// in a P/D fleet, the policy of the endpoint's pool.
 type kvSink struct{ g *Gateway }
 
-func (k kvSink) observer() router.KVEventObserver {
-	o, _ := k.g.current.Load().policy.(router.KVEventObserver)
+func (k kvSink) observer(ep string) router.KVEventObserver {
+	st := k.g.current.Load()
+	p := st.policy
+	if st.pd != nil {
+		p = st.pd.policyOf(ep)
+	}
+	o, _ := p.(router.KVEventObserver)
 	return o
 }
 
 func (k kvSink) BlockStored(ep string, h uint64, medium string) {
-	if o := k.observer(); o != nil {
+	if o := k.observer(ep); o != nil {
 		o.BlockStored(ep, h, medium)
 	}
 }
 
 func (k kvSink) BlocksStored(ep string, hs []uint64, parent uint64, hasParent bool, medium string) {
-	if o := k.observer(); o != nil {
+	if o := k.observer(ep); o != nil {
 		router.StoreBlocks(o, ep, hs, parent, hasParent, medium)
 	}
 }
 
 func (k kvSink) BlockRemoved(ep string, h uint64, medium string) {
-	if o := k.observer(); o != nil {
+	if o := k.observer(ep); o != nil {
 		o.BlockRemoved(ep, h, medium)
 	}
 }
 
 func (k kvSink) AllBlocksCleared(ep string) {
-	if o := k.observer(); o != nil {
+	if o := k.observer(ep); o != nil {
 		o.AllBlocksCleared(ep)
 	}
 }

@@ -20,6 +20,7 @@ type metrics struct {
 	// tokenizerUp is 1 after a backend's /tokenize answered, 0 after it failed.
 	tokenizerUp      *prometheus.GaugeVec
 	tokenizeFailures *prometheus.CounterVec // by backend and reason
+	pd               pdMetrics
 
 	// requestsMu guards requestsByKey, the requests counters already looked up: a map
 	// lookup is cheaper than the vector's, which hashes and validates every label.
@@ -54,7 +55,7 @@ var microBuckets = prometheus.ExponentialBuckets(1e-6, 2, 21)
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
-		requestsByKey: map[requestKey]prometheus.Counter{},
+		requestsByKey: map[requestKey]prometheus.Counter{}, pd: newPDMetrics(),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "kvroute_gateway_requests_total",
 			Help: "Completion requests by policy, final backend, decision reason and status: the HTTP status, or 499 when the client went away, 502/504 when a started stream failed.",
@@ -100,7 +101,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Failed scrapes of a backend's /metrics.",
 		}, []string{"backend"}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.decision, m.overhead, m.inflight, m.retries, m.healthy, m.scrapeErrors, m.tokenize, m.tokenizerUp, m.tokenizeFailures} {
+	for _, c := range append([]prometheus.Collector{m.requests, m.decision, m.overhead, m.inflight, m.retries, m.healthy, m.scrapeErrors, m.tokenize, m.tokenizerUp, m.tokenizeFailures}, m.pd.collectors()...) {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -115,6 +116,7 @@ func (m *metrics) forget(id string) {
 	m.healthy.DeleteLabelValues(id)
 	m.scrapeErrors.DeleteLabelValues(id)
 	m.tokenizerUp.DeleteLabelValues(id)
+	m.pd.prefill.DeletePartialMatch(prometheus.Labels{"backend": id})
 	m.tokenizeFailures.DeletePartialMatch(prometheus.Labels{"backend": id})
 	m.requestsMu.Lock()
 	for k := range m.requestsByKey {

@@ -33,8 +33,16 @@ type call struct {
 	body    []byte // the original request body, forwarded unchanged
 	kind    kind
 	start   time.Time
-	ticket  router.Ticket // the request's life in the router's lifecycle
-	lastErr error         // the last attempt's failure, with the backend's name
+	ticket  *router.Ticket // the request's life in the router's lifecycle: own, or pd.Decode
+	own     router.Ticket
+	lastErr error // the last attempt's failure, with the backend's name
+	// P/D: the request's tickets, its prefill backend while its prefill ticket lives (nil when
+	// it prefills on its decode backend), the prefill leg's cached tokens once it answered.
+	pd            router.PDTicket
+	prefill       *backend
+	prefillCached int
+	prefillDone   bool
+	requestID     string // the X-Request-Id both legs carry
 	// status is the HTTP status the client got: 499 when it went away, 502 or 504 when a
 	// started stream failed.
 	status  int
@@ -98,7 +106,7 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 	c.startClock(r.Context(), st.cfg.Timeouts, start)
 	defer func() {
 		c.stopClock()
-		g.metrics.request(st.policy.Name(), c.backend, c.reason, c.status).Inc()
+		g.metrics.request(st.policyName(), c.backend, c.reason, c.status).Inc()
 	}()
 	g.proxy.ServeHTTP(w, r.WithContext(c))
 }
@@ -106,7 +114,7 @@ func (g *Gateway) serveCompletion(w http.ResponseWriter, r *http.Request, k kind
 // reject answers a request the gateway refuses before routing it.
 func (g *Gateway) reject(w http.ResponseWriter, st *state, e *openai.Error) {
 	openai.WriteError(w, e)
-	g.metrics.request(st.policy.Name(), "", "", e.Status).Inc()
+	g.metrics.request(st.policyName(), "", "", e.Status).Inc()
 }
 
 // Body reading: the buffer starts at bodyChunk bytes and at most doubles with what arrived, so

@@ -22,8 +22,12 @@ type reservation struct {
 func (g *Gateway) reserve(c *call, now time.Time) (*reservation, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
+	if g.pd != nil {
+		return g.reservePD(c, now)
+	}
 	g.refreshView()
-	if err := g.lc.Decide(&c.ticket, c.req, now); err != nil {
+	c.ticket = &c.own
+	if err := g.lc.Decide(c.ticket, c.req, now); err != nil {
 		return nil, err
 	}
 	g.inFlight.Add(1)
@@ -50,7 +54,11 @@ func (r *reservation) retry(now time.Time) (*reservation, error) {
 // reserved is the reservation of c's ticket's current attempt. Gateway.mu is held, so the
 // lifecycle's pool is the current state's backends, in order.
 func (g *Gateway) reserved(c *call) *reservation {
-	b := g.current.Load().backends[c.ticket.Index()]
+	st, i := g.current.Load(), c.ticket.Index()
+	if g.pd != nil {
+		i = st.pd.decode[i]
+	}
+	b := st.backends[i]
 	b.inflightGauge.Inc()
 	return &reservation{g: g, c: c, b: b, decision: c.ticket.Decision()}
 }
@@ -58,6 +66,10 @@ func (g *Gateway) reserved(c *call) *reservation {
 // refreshView copies what the gateway scraped of each backend into the lifecycle's view.
 // Gateway.mu is held.
 func (g *Gateway) refreshView() {
+	if g.pd != nil {
+		g.pd.Decode.Update(g.pdViews[1])
+		return
+	}
 	g.lc.Update(g.viewFn)
 }
 
@@ -73,11 +85,20 @@ func (g *Gateway) view(eps []router.EndpointState) {
 
 // firstToken reports that the attempt's first response byte came back at now: for a stream,
 // its first event; for a whole response, the response.
-func (r *reservation) firstToken(now time.Time) { r.c.ticket.FirstToken(now) }
+func (r *reservation) firstToken(now time.Time) {
+	r.c.ticket.FirstToken(now)
+	if r.c.prefill != nil && r.c.st.cfg.PD.Mode == PDSidecar { // the sidecar's prefill is over
+		r.c.endPrefill(router.Usage{PromptTokens: r.c.req.InputTokens, CompletionTokens: 1}, now)
+	}
+}
 
 // release ends the request with the usage its response reported. Only the first call has an
 // effect; it reports whether this call was it.
 func (r *reservation) release(u router.Usage, now time.Time) bool {
+	r.c.endPrefill(router.Usage{PromptTokens: r.c.req.InputTokens, CompletionTokens: 1}, now)
+	if r.c.prefillDone { // as llm-d's sidecar reports it: the prefiller's cache hit
+		u.CachedTokens = r.c.prefillCached
+	}
 	if !r.c.ticket.Finish(u, now) {
 		return false
 	}

@@ -164,9 +164,17 @@ func (g *Gateway) tellLifecycle(b *backend, was bool) {
 	switch {
 	case was && !b.ready:
 		g.lc.Eject(b.name)
+		if g.pd != nil {
+			g.pd.Prefill.Eject(b.name)
+			g.pd.Decode.Eject(b.name)
+		}
 		g.kvEjected(b)
 	case !was && b.ready:
 		g.lc.Readmit(b.name)
+		if g.pd != nil {
+			g.pd.Prefill.Readmit(b.name)
+			g.pd.Decode.Readmit(b.name)
+		}
 	}
 }
 

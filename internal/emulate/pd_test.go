@@ -1,0 +1,141 @@
+package emulate
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"kvroute/internal/vllm"
+)
+
+// prefillAnswer is the part of a prefill leg's answer the tests read.
+type prefillAnswer struct {
+	Choices []struct {
+		Finish string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage  wireUsage              `json:"usage"`
+	Params *vllm.KVTransferParams `json:"kv_transfer_params"`
+}
+
+func postWith(t *testing.T, url, body string, header ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func held(r *Replica) int {
+	n := 0
+	r.do(func(c *core) { n = c.eng.Held() })
+	return n
+}
+
+// TestPrefillDecodeLegs runs a prefill leg on a prefill replica and its decode leg on a
+// decode replica: the prefill answers one token, finish_reason length, and vLLM's returned
+// params naming itself and the request id; its blocks stay held until the decoder's read
+// ends; the decode leg's engine TTFT covers the transfer's base latency.
+func TestPrefillDecodeLegs(t *testing.T) {
+	const base = 2 * time.Second // virtual; at speed 200 a 10 ms wall wait
+	pre, preURL := startReplica(t, func(c *Config) { c.PD = PDConfig{Role: RolePrefill} })
+	_, decURL := startReplica(t, func(c *Config) { c.PD = PDConfig{Role: RoleDecode, BaseLatency: base} })
+	prompt := strings.Repeat("the quick brown fox jumps over the lazy dog ", 40)
+	client := `{"model":"llama-3.1-8b","prompt":"` + prompt + `","max_tokens":8}`
+	leg, err := vllm.PrefillBody([]byte(client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := postWith(t, preURL+"/v1/completions", string(leg), "X-Request-Id", "req-42")
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	var a prefillAnswer
+	if err := json.Unmarshal(body, &a); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("prefill: status %d body %s: %v", resp.StatusCode, body, err)
+	}
+	p := a.Params
+	switch {
+	case p == nil:
+		t.Fatalf("prefill answer without kv_transfer_params: %s", body)
+	case a.Choices[0].Finish != "length" || a.Usage.CompletionTokens != 1:
+		t.Errorf("prefill: finish %q, %d tokens: want length, 1", a.Choices[0].Finish, a.Usage.CompletionTokens)
+	case !p.DoRemotePrefill || p.DoRemoteDecode || p.RemoteRequestID != "req-42" || p.TPSize != 1:
+		t.Errorf("prefill params %+v", p)
+	case len(p.RemoteBlockIDs) < a.Usage.PromptTokens/16:
+		t.Errorf("%d block ids for %d prompt tokens", len(p.RemoteBlockIDs), a.Usage.PromptTokens)
+	case p.RemoteHost+":"+strconv.Itoa(p.RemotePort) != pre.Addr():
+		t.Errorf("params name %s:%d, want the prefill replica %s", p.RemoteHost, p.RemotePort, pre.Addr())
+	}
+	if n := held(pre); n != 1 {
+		t.Fatalf("prefill replica holds %d legs, want 1", n)
+	}
+	dec, err := vllm.DecodeBody([]byte(client), body[strings.Index(string(body), `"kv_transfer_params":`)+len(`"kv_transfer_params":`):len(body)-1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp = postWith(t, decURL+"/v1/completions", string(dec), "X-Request-Id", "req-42")
+	c := readCompletion(t, resp)
+	if c.Status != 200 || c.Usage.CompletionTokens != 8 {
+		t.Fatalf("decode leg: %+v", c)
+	}
+	ttft, _ := strconv.ParseFloat(resp.Header.Get(HeaderEngineTTFT), 64)
+	if ttft < base.Seconds() {
+		t.Errorf("decode leg engine TTFT %.3fs: want at least the transfer's base latency %v", ttft, base)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for held(pre) != 0 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if n := held(pre); n != 0 {
+		t.Errorf("prefill replica still holds %d legs after the decoder read them", n)
+	}
+}
+
+func TestPrefillRoleRejects(t *testing.T) {
+	_, url := startReplica(t, func(c *Config) { c.PD = PDConfig{Role: RolePrefill} })
+	for _, tc := range []struct{ name, body, want string }{
+		{"no params", `{"model":"llama-3.1-8b","prompt":"hi"}`, "prefill legs only"},
+		{"streamed", `{"model":"llama-3.1-8b","prompt":"hi","stream":true,"kv_transfer_params":{"do_remote_decode":true}}`, "Prefill does not support streaming"},
+		{"decode leg", `{"model":"llama-3.1-8b","prompt":"hi","kv_transfer_params":{"do_remote_prefill":true}}`, "prefill legs only"},
+		{"ill-typed", `{"model":"llama-3.1-8b","prompt":"hi","kv_transfer_params":{"do_remote_decode":"yes"}}`, "kv_transfer_params"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := postWith(t, url+"/v1/completions", tc.body)
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), tc.want) {
+				t.Errorf("status %d body %s: want 400 with %q", resp.StatusCode, b, tc.want)
+			}
+		})
+	}
+}
+
+func TestTransferTime(t *testing.T) {
+	for _, tc := range []struct {
+		p          PDConfig
+		tokens, tp int
+		bytes      int64
+		want       time.Duration
+	}{
+		{PDConfig{}, 1000, 1, 131072, 2621440 * time.Nanosecond}, // 1.05 Gbit over 400 Gbit/s
+		{PDConfig{}, 1000, 4, 131072, 655360 * time.Nanosecond},  // over four GPUs' links
+		{PDConfig{BandwidthGbps: 100, BaseLatency: time.Millisecond}, 1000, 1, 131072, 11485760 * time.Nanosecond},
+		{PDConfig{BaseLatency: 50 * time.Millisecond}, 0, 1, 131072, 50 * time.Millisecond},
+	} {
+		if got := tc.p.transferTime(tc.tokens, tc.bytes, tc.tp); got != tc.want {
+			t.Errorf("%+v: transferTime(%d, %d, %d) = %v, want %v", tc.p, tc.tokens, tc.bytes, tc.tp, got, tc.want)
+		}
+	}
+}
