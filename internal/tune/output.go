@@ -69,6 +69,7 @@ type ParamResult struct {
 // FixedResult is a parameter left at its value.
 type FixedResult struct {
 	Key    string `json:"key"`
+	Kind   Kind   `json:"kind"`
 	Value  Num    `json:"value"`
 	Reason string `json:"reason"`
 }
@@ -95,7 +96,7 @@ func NewResult(point string, s *Search, c Comparison) Result {
 		r.PlotParams = append(r.PlotParams, s.Space.Params[i].Key)
 	}
 	for _, f := range s.Space.Fixed {
-		r.Fixed = append(r.Fixed, FixedResult{Key: f.Key, Value: Num(f.Default), Reason: f.Reason})
+		r.Fixed = append(r.Fixed, FixedResult{Key: f.Key, Kind: f.Kind, Value: Num(f.Default), Reason: f.Reason})
 	}
 	for _, c := range s.Candidates {
 		r.Candidates = append(r.Candidates, CandidateResult{Round: c.Round, Values: nums(c.Values), PerRep: nums(c.PerRep), Score: Num(c.Score)})
@@ -194,7 +195,7 @@ func (r Result) WriteMarkdown(w io.Writer, plot string) error {
 	if len(r.Fixed) > 0 {
 		b.WriteString("\nNot searched:\n\n")
 		for _, f := range r.Fixed {
-			fmt.Fprintf(&b, "- `%s` = %s: %s\n", f.Key, formatValue(KindFloat, f.Value), f.Reason)
+			fmt.Fprintf(&b, "- `%s` = %s: %s\n", f.Key, formatValue(f.Kind, f.Value), f.Reason)
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -58,10 +58,10 @@ type Options struct {
 	// Seed draws the Latin hypercube; the workload seeds are the point's.
 	Seed uint64 `json:"seed"`
 	// SearchReps is the number of replications every candidate runs on, the same ones
-	// for all (common random numbers): 5. They are replications 0..SearchReps−1.
+	// for all (common random numbers): 10. They are replications 0..SearchReps−1.
 	SearchReps int `json:"search_reps"`
 	// FinalReps is the number of fresh replications, after the search's, on which tuned
-	// and default parameters are compared: 10.
+	// and default parameters are compared: 20.
 	FinalReps int `json:"final_reps"`
 	// Initial is the number of Latin hypercube candidates: max(8, 4 × parameters).
 	Initial int `json:"initial"`
@@ -81,8 +81,8 @@ func (o Options) withDefaults(dim int) Options {
 			*v = d
 		}
 	}
-	def(&o.SearchReps, 5)
-	def(&o.FinalReps, 10)
+	def(&o.SearchReps, 10)
+	def(&o.FinalReps, 20)
 	def(&o.Initial, max(8, 4*dim))
 	def(&o.Rounds, 12)
 	if o.Step <= 0 {
