@@ -150,4 +150,3 @@ func tuneRunsBound(dim int, o tune.Options) int {
 	}
 	return (1+initial)*reps + o.Rounds*2*dim*reps + 2*max(o.FinalReps, 1)
 }
-
