@@ -31,11 +31,11 @@ type tuneOptions struct {
 // tuneFlags defines -tune and the flags that shape its search.
 func tuneFlags(fs *flag.FlagSet, o *options) {
 	t := &o.tune
-	fs.StringVar(&t.policies, "tune", "", "search the numeric parameters of these policies (comma-separated names, `all`, or one spec "+
+	fs.StringVar(&t.policies, "tune", "", "search the numeric parameters of `policies` (comma-separated names, all, or one spec "+
 		"such as '{name: kv-router, router_temperature: 0.1}') on one point of the sweep for the lowest p99 TTFT, or the highest "+
 		"goodput under the file's slo; writes tune.json, tune.md and a map per policy, and ranking.md for several, to -out "+
 		"(default out/tune/<name>) (docs/tune.md)")
-	fs.StringVar(&t.point, "point", "", "with -tune: the sweep point to tune on, by its label (`rate=30`, as run names end) or "+
+	fs.StringVar(&t.point, "point", "", "with -tune: the sweep `point` to tune on, by its label (rate=30, as run names end) or "+
 		"0-based index; may be left out when the file has one point")
 	fs.StringVar(&t.params, "tune-params", "", "with -tune: comma-separated parameters to search (default every bounded one "+
 		"that is not optional)")
