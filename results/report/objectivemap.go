@@ -164,7 +164,7 @@ func (powTicks) Ticks(min, max float64) []plot.Tick {
 		for _, k := range []float64{1, 2, 5} {
 			v := k * math.Pow(10, e)
 			if l := math.Log10(v); l >= min && l <= max {
-				out = append(out, plot.Tick{Value: l, Label: strconv.FormatFloat(v, 'g', 3, 64)})
+				out = append(out, plot.Tick{Value: l, Label: tickLabel(v)})
 			}
 		}
 	}
@@ -174,8 +174,11 @@ func (powTicks) Ticks(min, max float64) []plot.Tick {
 	out = plot.DefaultTicks{}.Ticks(min, max)
 	for i := range out {
 		if out[i].Label != "" {
-			out[i].Label = strconv.FormatFloat(math.Pow(10, out[i].Value), 'g', 3, 64)
+			out[i].Label = tickLabel(math.Pow(10, out[i].Value))
 		}
 	}
 	return out
 }
+
+// tickLabel writes a tick's value plainly: 20000, 0.5.
+func tickLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }

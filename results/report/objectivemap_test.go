@@ -47,7 +47,7 @@ func TestPowTicks(t *testing.T) {
 		min, max float64
 		want     []string // labelled values
 	}{
-		{"two decades", 2, 4, []string{"100", "200", "500", "1e+03", "2e+03", "5e+03", "1e+04"}},
+		{"two decades", 2, 4, []string{"100", "200", "500", "1000", "2000", "5000", "10000"}},
 		{"narrow: the default ticks, relabelled", math.Log10(600), math.Log10(700), nil},
 	}
 	for _, tc := range cases {
