@@ -120,7 +120,7 @@ func planTune(ctx context.Context, p sweep.Point, specs []sweep.PolicySpec, o op
 			log.Error("plan", "err", err)
 			return 2
 		}
-		n := tuneRunsBound(space.Dim(), o.tune.search)
+		n := o.tune.search.MaxRuns(space.Dim())
 		fmt.Fprintf(stdout, "%s: %d parameters, at most %d runs\n", spec.Name, space.Dim(), n)
 		for i := range n {
 			jobs = append(jobs, tune.Job(p, tune.Trial{Spec: spec, Rep: i % max(o.tune.search.SearchReps, 1)}, len(jobs)))
@@ -134,19 +134,4 @@ func planTune(ctx context.Context, p sweep.Point, specs []sweep.PolicySpec, o op
 	est.print(stdout, o.parallel, o.planWall)
 	fmt.Fprintln(stdout, "note: a search runs in rounds, each waiting for the one before; -shard splits every round, so the wall time is the rounds' sum.")
 	return 0
-}
-
-// tuneRunsBound is the most runs a search of dim parameters and its comparison take: the
-// defaults and the hypercube, every compass round's 2 × dim neighbours, on the search
-// replications, and two sets of fresh ones.
-func tuneRunsBound(dim int, o tune.Options) int {
-	reps := max(o.SearchReps, 1)
-	initial := o.Initial
-	if initial <= 0 {
-		initial = max(8, 4*dim)
-	}
-	if dim == 0 {
-		initial = 0
-	}
-	return (1+initial)*reps + o.Rounds*2*dim*reps + 2*max(o.FinalReps, 1)
 }

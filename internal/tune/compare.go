@@ -40,12 +40,12 @@ const (
 )
 
 // Compare runs the defaults and the search's best on opts.FinalReps fresh replications
-// (those after the search's) and compares them pairwise.
+// (those after the search's and the validation's) and compares them pairwise.
 func Compare(ctx context.Context, s *Search, run Runner) (Comparison, error) {
 	o := s.Options
 	c := Comparison{}
 	for r := range o.FinalReps {
-		c.Reps = append(c.Reps, o.SearchReps+r)
+		c.Reps = append(c.Reps, o.firstFinalRep()+r)
 	}
 	kept := s.Best == 0
 	var trials []Trial
@@ -73,6 +73,9 @@ func Compare(ctx context.Context, s *Search, run Runner) (Comparison, error) {
 	c.summarise(s.Objective, kept)
 	return c, nil
 }
+
+// firstFinalRep is the first replication after the search's and the validation's.
+func (o Options) firstFinalRep() int { return o.SearchReps + o.ValidationReps }
 
 // summarise fills the intervals and the verdict from the paired values.
 func (c *Comparison) summarise(obj Objective, kept bool) {

@@ -76,10 +76,11 @@ type FixedResult struct {
 
 // CandidateResult is an evaluated candidate in the result.
 type CandidateResult struct {
-	Round  int   `json:"round"`
-	Values []Num `json:"values"`
-	PerRep []Num `json:"per_rep"`
-	Score  Num   `json:"score"`
+	Round      int   `json:"round"`
+	Values     []Num `json:"values"`
+	PerRep     []Num `json:"per_rep"`
+	Validation []Num `json:"validation,omitempty"`
+	Score      Num   `json:"score"`
 }
 
 // NewResult gathers a finished search and its comparison.
@@ -99,7 +100,8 @@ func NewResult(point string, s *Search, c Comparison) Result {
 		r.Fixed = append(r.Fixed, FixedResult{Key: f.Key, Kind: f.Kind, Value: Num(f.Default), Reason: f.Reason})
 	}
 	for _, c := range s.Candidates {
-		r.Candidates = append(r.Candidates, CandidateResult{Round: c.Round, Values: nums(c.Values), PerRep: nums(c.PerRep), Score: Num(c.Score)})
+		r.Candidates = append(r.Candidates, CandidateResult{Round: c.Round, Values: nums(c.Values), PerRep: nums(c.PerRep),
+			Validation: nums(c.Validation), Score: Num(c.Score)})
 	}
 	return r
 }
@@ -133,11 +135,13 @@ func (r Result) Summary() string {
 	if r.Objective.Maximize {
 		unit = "goodput (share of requests within the SLO)"
 	}
-	switch c.Verdict {
-	case VerdictKept:
-		return fmt.Sprintf("%s: no candidate beat the defaults on the search seeds; the defaults are kept (%s %s).",
+	switch {
+	case len(r.Params) == 0:
+		return fmt.Sprintf("%s: no numeric parameters to search (%s %s).", r.Policy, unit, formatCI(r.Objective, c.DefaultCI))
+	case c.Verdict == VerdictKept:
+		return fmt.Sprintf("%s: no candidate beat the defaults on the search and validation seeds; the defaults are kept (%s %s).",
 			r.Policy, unit, formatCI(r.Objective, c.DefaultCI))
-	case VerdictNoise:
+	case c.Verdict == VerdictNoise:
 		return fmt.Sprintf("%s: the tuned parameters are within noise of the defaults on %d fresh seeds: %s %s.",
 			r.Policy, len(c.Reps), r.pairedName(), formatPaired(r.Objective, c.Paired))
 	}
@@ -172,10 +176,17 @@ func (r Result) WriteMarkdown(w io.Writer, plot string) error {
 	var b strings.Builder
 	o := r.Options
 	fmt.Fprintf(&b, "# Tune of %s on %s\n\n%s\n\n", r.Policy, r.Point, r.Summary())
-	fmt.Fprintf(&b, "Objective: %s (%s). The search ran %d candidates on replications 0–%d (the same "+
-		"seeds for every candidate) and compared the best with the defaults on replications %d–%d, "+
-		"which it never saw; %d simulations in all. Intervals are 95%%.\n\n",
-		r.Objective.Name, direction(r.Objective), len(r.Candidates), o.SearchReps-1, o.SearchReps, o.SearchReps+o.FinalReps-1, r.Runs)
+	if len(r.Params) == 0 {
+		fmt.Fprintf(&b, "%s on replications %d–%d: %s.\n", r.Objective.Name, r.Comparison.Reps[0],
+			r.Comparison.Reps[len(r.Comparison.Reps)-1], formatCI(r.Objective, r.Comparison.DefaultCI))
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
+	fmt.Fprintf(&b, "Objective: %s (%s). The search ran %d candidates on replications 0–%d, the same for every "+
+		"candidate; its best %d, the defaults among them, also ran on replications %d–%d, and the best over both sets "+
+		"was compared with the defaults on replications %d–%d, which neither used; %d simulations in all. "+
+		"Intervals are 95%%.\n\n", r.Objective.Name, direction(r.Objective), len(r.Candidates), o.SearchReps-1,
+		o.Finalists, o.SearchReps, o.firstFinalRep()-1, o.firstFinalRep(), o.firstFinalRep()+o.FinalReps-1, r.Runs)
 	b.WriteString("| parameter | default | tuned | search range | influence (η²) |\n|---|---|---|---|---|\n")
 	for _, p := range r.Params {
 		scale := ""

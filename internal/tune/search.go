@@ -60,8 +60,14 @@ type Options struct {
 	// SearchReps is the number of replications every candidate runs on, the same ones
 	// for all (common random numbers): 10. They are replications 0..SearchReps−1.
 	SearchReps int `json:"search_reps"`
-	// FinalReps is the number of fresh replications, after the search's, on which tuned
-	// and default parameters are compared: 20.
+	// Finalists is how many of the best candidates, the defaults always among them, run on
+	// ValidationReps more replications (SearchReps..SearchReps+ValidationReps−1) before
+	// one is picked by its loss over both sets: 4 and SearchReps. A candidate that won on
+	// the search seeds by luck rarely wins on fresh ones too.
+	Finalists      int `json:"finalists"`
+	ValidationReps int `json:"validation_reps"`
+	// FinalReps is the number of fresh replications, after the search's and the
+	// validation's, on which tuned and default parameters are compared: 20.
 	FinalReps int `json:"final_reps"`
 	// Initial is the number of Latin hypercube candidates: max(8, 4 × parameters).
 	Initial int `json:"initial"`
@@ -82,6 +88,8 @@ func (o Options) withDefaults(dim int) Options {
 		}
 	}
 	def(&o.SearchReps, 10)
+	def(&o.Finalists, 4)
+	def(&o.ValidationReps, o.SearchReps)
 	def(&o.FinalReps, 20)
 	def(&o.Initial, max(8, 4*dim))
 	def(&o.Rounds, 12)
@@ -94,10 +102,22 @@ func (o Options) withDefaults(dim int) Options {
 	return o
 }
 
+// MaxRuns is the most simulations a search of dim parameters and its comparison take:
+// the defaults and the hypercube on the search replications, every compass round's 2 × dim
+// neighbours on them too, the finalists on the validation replications, and the defaults
+// and the tuned values on the fresh ones (the defaults alone with no parameters).
+func (o Options) MaxRuns(dim int) int {
+	o = o.withDefaults(dim)
+	if dim == 0 {
+		return o.SearchReps + o.FinalReps
+	}
+	return (1+o.Initial)*o.SearchReps + o.Rounds*2*dim*o.SearchReps + o.Finalists*o.ValidationReps + 2*o.FinalReps
+}
+
 // Validate rejects option values that cannot run.
 func (o Options) Validate() error {
 	var errs []error
-	if o.SearchReps > sweep.MaxReplications || o.FinalReps > sweep.MaxReplications {
+	if o.SearchReps+o.ValidationReps+o.FinalReps > sweep.MaxReplications {
 		errs = append(errs, fmt.Errorf("tune: replications: want at most %d", sweep.MaxReplications))
 	}
 	if o.Step > 1 || o.MinStep > 1 {
@@ -113,10 +133,12 @@ type Candidate struct {
 	// Values are the searched parameters' values, in Space.Params order (NaN: unset).
 	Values []float64 `json:"values"`
 	unit   []float64
-	// PerRep are the objective's values on the search replications.
-	PerRep []float64 `json:"per_rep"`
-	// Score is the objective over them: their geometric mean for a value to lower, their
-	// mean for one to raise.
+	// PerRep are the objective's values on the search replications; a finalist's
+	// Validation its values on the validation replications.
+	PerRep     []float64 `json:"per_rep"`
+	Validation []float64 `json:"validation,omitempty"`
+	// Score is the objective over them (a finalist's over both sets): their geometric mean
+	// for a value to lower, their mean for one to raise.
 	Score float64 `json:"score"`
 	loss  float64
 }
@@ -128,8 +150,8 @@ type Search struct {
 	Options   Options
 	// Candidates[0] is the defaults; Candidates[1:1+Options.Initial] the hypercube.
 	Candidates []Candidate
-	// Best indexes the candidate with the lowest loss; the earliest of equals, so the
-	// defaults win a tie.
+	// Best indexes the finalist with the lowest loss over the search and validation
+	// replications; the earliest of equals, so the defaults win a tie.
 	Best int
 	// Runs counts the simulations the search ran.
 	Runs int
@@ -160,6 +182,11 @@ func Run(ctx context.Context, space Space, obj Objective, opts Options, run Runn
 		}
 		if s.Best == before {
 			step /= 2
+		}
+	}
+	if space.Dim() > 0 {
+		if err := s.validate(ctx, run); err != nil {
+			return nil, err
 		}
 	}
 	return s, nil

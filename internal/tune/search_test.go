@@ -98,11 +98,12 @@ func TestSearchFindsOptimum(t *testing.T) {
 	}
 }
 
-// TestPairedSeeds checks that every search candidate runs on the same replications, and
-// that the comparison pairs tuned and defaults on fresh ones the search never used.
+// TestPairedSeeds checks that every search candidate runs on the same replications, the
+// finalists, defaults among them, on the same validation replications after those, and
+// that the comparison pairs tuned and defaults on fresh ones neither used.
 func TestPairedSeeds(t *testing.T) {
 	f := &synthetic{optimum: map[string]float64{"overlap_score_credit": 0.5}, scale: map[string]float64{"overlap_score_credit": 1}}
-	opts := Options{Seed: 1, SearchReps: 3, FinalReps: 4, Initial: 6, Rounds: 3}
+	opts := Options{Seed: 1, SearchReps: 3, ValidationReps: 2, Finalists: 3, FinalReps: 4, Initial: 6, Rounds: 3}
 	s, err := Run(context.Background(), kvSpace(t), TTFTP99, opts, f.run)
 	if err != nil {
 		t.Fatal(err)
@@ -112,20 +113,31 @@ func TestPairedSeeds(t *testing.T) {
 	for _, tr := range f.trials {
 		byCandidate[tr.Spec.Label()] = append(byCandidate[tr.Spec.Label()], tr.Rep)
 	}
+	defaults := s.Space.Spec(s.Space.Defaults()).Label()
+	finalists := 0
 	for label, reps := range byCandidate {
-		if !slices.Equal(reps, []int{0, 1, 2}) {
-			t.Errorf("candidate %s ran on replications %v, want [0 1 2]", label, reps)
+		switch {
+		case slices.Equal(reps, []int{0, 1, 2, 3, 4}):
+			finalists++
+		case label == defaults || !slices.Equal(reps, []int{0, 1, 2}):
+			t.Errorf("candidate %s ran on replications %v, want [0 1 2], or [0 1 2 3 4] for a finalist", label, reps)
 		}
+	}
+	if finalists != 3 || !slices.Equal(byCandidate[defaults], []int{0, 1, 2, 3, 4}) {
+		t.Errorf("%d finalists (defaults on %v), want 3 with the defaults", finalists, byCandidate[defaults])
+	}
+	if v := s.Tuned().Validation; len(v) != 2 {
+		t.Errorf("the tuned candidate has %d validation values, want 2", len(v))
 	}
 	c, err := Compare(context.Background(), s, f.run)
 	if err != nil {
 		t.Fatal(err)
 	}
 	final := f.trials[searchTrials:]
-	want := []int{3, 4, 5, 6}
+	want := []int{5, 6, 7, 8}
 	var def, tuned []int
 	for _, tr := range final {
-		if tr.Spec.Label() == s.Space.Spec(s.Space.Defaults()).Label() {
+		if tr.Spec.Label() == defaults {
 			def = append(def, tr.Rep)
 		} else {
 			tuned = append(tuned, tr.Rep)
@@ -139,6 +151,9 @@ func TestPairedSeeds(t *testing.T) {
 	}
 	if s.Runs != len(f.trials) {
 		t.Errorf("Runs = %d, the runner ran %d", s.Runs, len(f.trials))
+	}
+	if max := opts.MaxRuns(3); s.Runs > max {
+		t.Errorf("Runs = %d, above MaxRuns %d", s.Runs, max)
 	}
 }
 
@@ -241,5 +256,49 @@ func TestNoParameters(t *testing.T) {
 	}
 	if len(s.Candidates) != 1 || s.Best != 0 {
 		t.Errorf("%d candidates, best %d: want the defaults alone", len(s.Candidates), s.Best)
+	}
+	if _, err := Compare(context.Background(), s, f.run); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := s.Runs, (Options{}).MaxRuns(0); got != want {
+		t.Errorf("Runs = %d, want MaxRuns(0) = %d", got, want)
+	}
+}
+
+// lucky is a runner whose parameters have no effect except in one region, which scores
+// well on the search replications and badly on every later one: the winner's curse.
+func lucky(searchReps int) Runner {
+	return func(_ context.Context, trials []Trial) ([]float64, error) {
+		out := make([]float64, len(trials))
+		for i, t := range trials {
+			v, _ := toFloat(t.Spec.Params["overlap_score_credit"])
+			out[i] = 500 * (1 + 0.1*math.Sin(float64(t.Rep)))
+			if v > 1.5 && t.Rep < searchReps {
+				out[i] *= 0.5
+			} else if v > 1.5 {
+				out[i] *= 3
+			}
+		}
+		return out, nil
+	}
+}
+
+// TestValidationRejectsLuck checks that a region that wins only on the search seeds does
+// not become the tuned values: the validation replications reveal it.
+func TestValidationRejectsLuck(t *testing.T) {
+	run := lucky(10)
+	s, err := Run(context.Background(), kvSpace(t), TTFTP99, Options{Seed: 1}, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := s.Tuned().Values[0]; v > 1.5 {
+		t.Errorf("tuned overlap_score_credit %v: the lucky region won", v)
+	}
+	c, err := Compare(context.Background(), s, run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Verdict == VerdictWorse {
+		t.Errorf("verdict %q: the validation let a lucky candidate through", c.Verdict)
 	}
 }
