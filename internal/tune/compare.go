@@ -26,8 +26,8 @@ type Comparison struct {
 	// interval; P is the paired t-test's two-sided p-value.
 	Paired stats.Interval `json:"paired"`
 	P      float64        `json:"p"`
-	// Verdict is "better", "worse", "within noise" or "defaults kept" (the search found
-	// nothing better than the defaults on its own seeds).
+	// Verdict is "better", "worse", "within noise", "defaults kept" (no candidate beat
+	// the defaults on the search and validation seeds) or "no parameters".
 	Verdict string `json:"verdict"`
 }
 
@@ -37,6 +37,7 @@ const (
 	VerdictWorse  = "worse"
 	VerdictNoise  = "within noise"
 	VerdictKept   = "defaults kept"
+	VerdictNone   = "no parameters"
 )
 
 // Compare runs the defaults and the search's best on opts.FinalReps fresh replications
@@ -71,6 +72,9 @@ func Compare(ctx context.Context, s *Search, run Runner) (Comparison, error) {
 		c.Tuned = vals[n:]
 	}
 	c.summarise(s.Objective, kept)
+	if s.Space.Dim() == 0 {
+		c.Verdict = VerdictNone
+	}
 	return c, nil
 }
 
