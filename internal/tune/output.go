@@ -123,7 +123,15 @@ func formatValue(k Kind, v Num) string {
 	case k == KindInt:
 		return strconv.FormatInt(int64(math.Round(f)), 10)
 	case k == KindDuration:
-		return strconv.FormatFloat(f, 'g', 4, 64) + " s"
+		return plain(f) + " s"
+	}
+	return plain(f)
+}
+
+// plain writes a float with 4 significant digits, without an exponent from 1,000 up.
+func plain(f float64) string {
+	if math.Abs(f) >= 1000 {
+		return strconv.FormatFloat(f, 'f', 0, 64)
 	}
 	return strconv.FormatFloat(f, 'g', 4, 64)
 }

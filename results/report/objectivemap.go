@@ -85,6 +85,20 @@ func ObjectiveMapPNG(m ObjectiveMap) ([]byte, error) {
 			ax.a.Scale, ax.a.Tick.Marker = plot.LogScale{}, logTicks{}
 		}
 	}
+	bar := colourBar(m, cm)
+	img := vgimg.PngCanvas{Canvas: vgimg.New(plotW, plotH+vg.Inch)}
+	dc := draw.New(img)
+	p.Draw(draw.Crop(dc, 0, -colourBarW, 0, 0))
+	bar.Draw(draw.Crop(dc, plotW-colourBarW+vg.Points(24), -vg.Points(12), vg.Points(12), -vg.Points(12)))
+	var buf bytes.Buffer
+	if _, err := img.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// colourBar is the map's legend of colours: the objective's range, good at the bottom.
+func colourBar(m ObjectiveMap, cm gpalette.ColorMap) *plot.Plot {
 	bar := plot.New()
 	bar.Title.Text = m.Z
 	bar.HideX()
@@ -97,15 +111,7 @@ func ObjectiveMapPNG(m ObjectiveMap) ([]byte, error) {
 		cb.ColorMap = gpalette.Reverse(cm)
 	}
 	bar.Add(cb)
-	img := vgimg.PngCanvas{Canvas: vgimg.New(plotW, plotH+vg.Inch)}
-	dc := draw.New(img)
-	p.Draw(draw.Crop(dc, 0, -colourBarW, 0, 0))
-	bar.Draw(draw.Crop(dc, plotW-colourBarW+vg.Points(24), -vg.Points(12), vg.Points(12), -vg.Points(12)))
-	var buf bytes.Buffer
-	if _, err := img.WriteTo(&buf); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
+	return bar
 }
 
 func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
