@@ -72,13 +72,13 @@ func objectiveMap(r tune.Result, s *tune.Search) report.ObjectiveMap {
 	}
 	at := func(c tune.Candidate) (float64, float64) {
 		if yi < 0 {
-			return c.Values[xi], c.Score
+			return c.Values[xi], c.SearchScore
 		}
 		return c.Values[xi], c.Values[yi]
 	}
 	for _, c := range s.Candidates {
 		x, y := at(c)
-		m.Points = append(m.Points, report.MapPoint{X: x, Y: y, Z: c.Score})
+		m.Points = append(m.Points, report.MapPoint{X: x, Y: y, Z: c.SearchScore})
 	}
 	dx, dy := at(s.Candidates[0])
 	tx, ty := at(s.Tuned())

@@ -80,7 +80,10 @@ type CandidateResult struct {
 	Values     []Num `json:"values"`
 	PerRep     []Num `json:"per_rep"`
 	Validation []Num `json:"validation,omitempty"`
-	Score      Num   `json:"score"`
+	// Score is over the search and validation replications for a finalist, the search
+	// replications otherwise; SearchScore over the search replications alone.
+	Score       Num `json:"score"`
+	SearchScore Num `json:"search_score"`
 }
 
 // NewResult gathers a finished search and its comparison.
@@ -101,7 +104,7 @@ func NewResult(point string, s *Search, c Comparison) Result {
 	}
 	for _, c := range s.Candidates {
 		r.Candidates = append(r.Candidates, CandidateResult{Round: c.Round, Values: nums(c.Values), PerRep: nums(c.PerRep),
-			Validation: nums(c.Validation), Score: Num(c.Score)})
+			Validation: nums(c.Validation), Score: Num(c.Score), SearchScore: Num(c.SearchScore)})
 	}
 	return r
 }

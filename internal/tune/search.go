@@ -138,9 +138,11 @@ type Candidate struct {
 	PerRep     []float64 `json:"per_rep"`
 	Validation []float64 `json:"validation,omitempty"`
 	// Score is the objective over them (a finalist's over both sets): their geometric mean
-	// for a value to lower, their mean for one to raise.
-	Score float64 `json:"score"`
-	loss  float64
+	// for a value to lower, their mean for one to raise. SearchScore is over the search
+	// replications alone, the same for every candidate.
+	Score       float64 `json:"score"`
+	SearchScore float64 `json:"search_score"`
+	loss        float64
 }
 
 // Search is a search's record: every candidate, in the order evaluated.
@@ -273,7 +275,7 @@ func (s *Search) evaluate(ctx context.Context, run Runner, round int, points [][
 			loss = math.Inf(1)
 		}
 		s.Candidates = append(s.Candidates, Candidate{Round: round, Values: s.Space.Values(u), unit: u,
-			PerRep: per, Score: s.Objective.aggregate(loss), loss: loss})
+			PerRep: per, Score: s.Objective.aggregate(loss), SearchScore: s.Objective.aggregate(loss), loss: loss})
 		if n := len(s.Candidates) - 1; loss < s.Candidates[s.Best].loss {
 			s.Best = n
 		}

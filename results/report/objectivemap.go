@@ -186,5 +186,8 @@ func (powTicks) Ticks(min, max float64) []plot.Tick {
 	return out
 }
 
-// tickLabel writes a tick's value plainly: 20000, 0.5.
-func tickLabel(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+// tickLabel writes a tick's value to 3 significant digits, plainly: 20000, 0.5, 2510.
+func tickLabel(v float64) string {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 3, 64), 64)
+	return strconv.FormatFloat(r, 'f', -1, 64)
+}
