@@ -12,21 +12,24 @@ import (
 	"kvroute/sweep"
 )
 
+// tuneConfig is the sweep file of the -tune tests.
+const tuneConfig = "testdata/tune.yaml"
+
 // smallTune are the flags of a small tune of kv-router's two main parameters.
-func smallTune(cfg, out string) []string {
-	return []string{"-config", cfg, "-point", "rate=40", "-tune", "kv-router", "-tune-params", "overlap_score_credit,prefill_load_scale",
-		"-tune-reps", "2", "-tune-final-reps", "3", "-tune-initial", "4", "-tune-rounds", "2", "-out", out, "-quiet"}
+func smallTune(out string) []string {
+	return []string{"-config", tuneConfig, "-point", "rate=12", "-tune", "kv-router", "-tune-params", "overlap_score_credit,prefill_load_scale",
+		"-tune-reps", "2", "-tune-final-reps", "2", "-tune-initial", "3", "-tune-rounds", "1", "-out", out, "-quiet"}
 }
 
 var tuneFiles = []string{"kv-router/tune.json", "kv-router/tune.md", "kv-router/objective-map.png"}
 
 // TestTuneDeterministic runs a small tune twice, with different parallelism: every file is
-// written, and the same flags give the same bytes.
+// written, and the same flags give the same bytes. A third run in the same folder reads
+// every trial back: it simulates nothing and writes the same result.
 func TestTuneDeterministic(t *testing.T) {
-	cfg := smallDefault(t)
 	a, b := filepath.Join(t.TempDir(), "a"), filepath.Join(t.TempDir(), "b")
-	stdout, _ := runSim(t, smallTune(cfg, a)...)
-	runSim(t, append(smallTune(cfg, b), "-parallel", "1")...)
+	stdout, _ := runSim(t, smallTune(a)...)
+	runSim(t, append(smallTune(b), "-parallel", "1")...)
 	if !strings.Contains(stdout, "kv-router: ") {
 		t.Errorf("stdout lacks the verdict:\n%s", stdout)
 	}
@@ -39,15 +42,25 @@ func TestTuneDeterministic(t *testing.T) {
 			t.Errorf("%s differs between two runs of the same flags", f)
 		}
 	}
+	trials, _ := os.ReadFile(filepath.Join(a, "kv-router", "trials.jsonl"))
+	first, _ := os.ReadFile(filepath.Join(a, tuneFiles[0]))
+	runSim(t, smallTune(a)...)
+	after, _ := os.ReadFile(filepath.Join(a, "kv-router", "trials.jsonl"))
+	again, _ := os.ReadFile(filepath.Join(a, tuneFiles[0]))
+	if !bytes.Equal(first, again) {
+		t.Error("the resumed tune wrote another result")
+	}
+	if !bytes.Equal(trials, after) {
+		t.Error("the resumed tune simulated trials it had cached")
+	}
 }
 
 // TestTuneShards runs a tune as two shards, each run again until the search is done (as
 // an Indexed Job's pods would be), and checks that the result is the unsharded run's,
 // byte for byte, with every trial simulated once.
 func TestTuneShards(t *testing.T) {
-	cfg := smallDefault(t)
 	whole, sharded := filepath.Join(t.TempDir(), "whole"), filepath.Join(t.TempDir(), "sharded")
-	runSim(t, smallTune(cfg, whole)...)
+	runSim(t, smallTune(whole)...)
 	for pass := 0; ; pass++ {
 		if _, err := os.Stat(filepath.Join(sharded, tuneFiles[0])); err == nil {
 			break
@@ -56,7 +69,7 @@ func TestTuneShards(t *testing.T) {
 			t.Fatal("the shards did not finish the search in 40 passes")
 		}
 		for _, sh := range []string{"0/2", "1/2"} {
-			runSim(t, append(smallTune(cfg, sharded), "-shard", sh)...)
+			runSim(t, append(smallTune(sharded), "-shard", sh)...)
 		}
 	}
 	for _, f := range tuneFiles {
@@ -76,25 +89,6 @@ func TestTuneShards(t *testing.T) {
 	}
 	if w, s := count(filepath.Join(whole, "kv-router", "trials*.jsonl")), count(filepath.Join(sharded, "kv-router", "trials-*-of-2.jsonl")); w != s || w == 0 {
 		t.Errorf("trials: %d unsharded, %d across the shards: want the same, each once", w, s)
-	}
-}
-
-// TestTuneResumes checks that a second run in the same directory reads every trial back
-// and writes the same result.
-func TestTuneResumes(t *testing.T) {
-	cfg := smallDefault(t)
-	dir := filepath.Join(t.TempDir(), "out")
-	runSim(t, smallTune(cfg, dir)...)
-	first, _ := os.ReadFile(filepath.Join(dir, tuneFiles[0]))
-	trials, _ := os.ReadFile(filepath.Join(dir, "kv-router", "trials.jsonl"))
-	runSim(t, smallTune(cfg, dir)...)
-	again, _ := os.ReadFile(filepath.Join(dir, tuneFiles[0]))
-	after, _ := os.ReadFile(filepath.Join(dir, "kv-router", "trials.jsonl"))
-	if !bytes.Equal(first, again) {
-		t.Error("the resumed tune wrote another result")
-	}
-	if !bytes.Equal(trials, after) {
-		t.Error("the resumed tune simulated trials it had cached")
 	}
 }
 
