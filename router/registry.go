@@ -19,6 +19,7 @@ type Factory func(params map[string]any, rng *rand.Rand) (Policy, error)
 type Registry struct {
 	factories map[string]Factory
 	infos     map[string]PolicyInfo
+	defaults  map[string]func() any
 }
 
 // PolicyInfo describes a registered policy for listings (simulate -list, route -list-policies).
@@ -46,7 +47,7 @@ func (i PolicyInfo) String() string {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{factories: make(map[string]Factory), infos: make(map[string]PolicyInfo)}
+	return &Registry{factories: make(map[string]Factory), infos: make(map[string]PolicyInfo), defaults: make(map[string]func() any)}
 }
 
 // Register adds a factory under name; it fails with ErrDuplicatePolicy if name is taken.
@@ -114,16 +115,35 @@ func Builtin() *Registry {
 			info = PolicyInfo{Name: e.name}
 		}
 		info.Name = e.name
-		if err := r.RegisterInfo(info, e.factory); err != nil {
+		if err := r.RegisterInfo(info, e.typed.factory); err != nil {
 			panic(err) // a duplicate among the built-ins is a programming error
 		}
+		r.defaults[e.name] = e.typed.defaults
 	}
 	return r
 }
 
+// Defaults returns a new value of the configuration the policy called name decodes its
+// parameters into, holding its defaults: a struct whose json tags are the parameter names.
+// It fails with ErrUnknownPolicy for a name that is not registered, or that was registered
+// without its configuration (Register, RegisterInfo).
+func (r *Registry) Defaults(name string) (any, error) {
+	d, ok := r.defaults[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q has no known configuration", ErrUnknownPolicy, name)
+	}
+	return d(), nil
+}
+
 type builtin struct {
-	name    string
-	factory Factory
+	name  string
+	typed typedFactory
+}
+
+// typedFactory is a Factory with the defaults of the configuration it decodes into.
+type typedFactory struct {
+	factory  Factory
+	defaults func() any
 }
 
 func builtins() []builtin {
@@ -156,14 +176,14 @@ type validator interface{ Validate() error }
 
 // factoryOf adapts a typed constructor to a Factory: params are decoded strictly over the
 // defaults, then validated by the constructor.
-func factoryOf[C validator, P Policy](defaults func() C, build func(C, *rand.Rand) (P, error)) Factory {
-	return func(params map[string]any, rng *rand.Rand) (Policy, error) {
+func factoryOf[C validator, P Policy](defaults func() C, build func(C, *rand.Rand) (P, error)) typedFactory {
+	return typedFactory{factory: func(params map[string]any, rng *rand.Rand) (Policy, error) {
 		cfg := defaults()
 		if err := DecodeParams(params, &cfg); err != nil {
 			return nil, err
 		}
 		return build(cfg, rng)
-	}
+	}, defaults: func() any { return defaults() }}
 }
 
 // DecodeParams decodes raw parameters over cfg (which holds the defaults), rejecting unknown

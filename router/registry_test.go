@@ -1,8 +1,10 @@
 package router_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -97,5 +99,37 @@ func TestBuiltinVariantsBuild(t *testing.T) {
 				t.Errorf("%s: an unknown variant was accepted", info.Name)
 			}
 		}
+	}
+}
+
+// TestBuiltinDefaults checks that every built-in policy exposes its configuration's
+// defaults, and that they are what the registry builds with no parameters: a pointer-free
+// struct the factory accepts back as parameters.
+func TestBuiltinDefaults(t *testing.T) {
+	reg := router.Builtin()
+	for _, name := range reg.Names() {
+		t.Run(name, func(t *testing.T) {
+			d, err := reg.Defaults(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if k := reflect.TypeOf(d).Kind(); k != reflect.Struct {
+				t.Fatalf("Defaults(%s) is a %v, want a struct", name, k)
+			}
+			raw, err := json.Marshal(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var params map[string]any
+			if err := json.Unmarshal(raw, &params); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reg.New(name, params, 1); err != nil {
+				t.Errorf("New(%s, its defaults as parameters): %v", name, err)
+			}
+		})
+	}
+	if _, err := reg.Defaults("no-such-policy"); !errors.Is(err, router.ErrUnknownPolicy) {
+		t.Errorf("Defaults(no-such-policy): err = %v, want ErrUnknownPolicy", err)
 	}
 }

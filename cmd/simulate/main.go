@@ -55,6 +55,7 @@ type options struct {
 	planWall    time.Duration // -plan-wall: the wall time -plan sizes the shards for
 	merge       bool          // -merge: join the shard directories in dirs (merge.go)
 	dirs        []string
+	tune        tuneOptions // -tune and its flags (tune.go)
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -88,6 +89,7 @@ func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
 	fs.BoolVar(&o.quiet, "quiet", false, "no progress output")
 	fs.IntVar(&o.parallel, "parallel", runtime.GOMAXPROCS(0), "runs simulated at once")
 	shardFlags(fs, o)
+	tuneFlags(fs, o)
 	return o, fs
 }
 
@@ -119,6 +121,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "simulate: invalid sweep file:\n"+err.Error())
 		return 2
+	}
+	if o.tune.policies != "" {
+		return runTune(points, o, stdout, log)
 	}
 	if o.out == "" {
 		o.out = defaultOut(points[0].Name, o.shard)

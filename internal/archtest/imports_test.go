@@ -48,6 +48,9 @@ var allowed = map[string][]string{
 	"internal/nettest":    {}, // loopback helpers for tests over real sockets
 	"internal/docref":     {}, // the generated reference of flags and config keys (docs/reference)
 	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
+	// internal/tune: a policy's parameters searched with the sweep runner in the loop,
+	// compared with results/stats; its plot is drawn by results/report, from cmd.
+	"internal/tune": {"kvroute/sweep", "kvroute/router", "kvroute/results", "kvroute/results/stats"},
 	// sweep: the sweep files (parse, points, the policy-spec and fleet decoders cmd/route and
 	// cmd/emulate share, which resolve fleets into engine configurations) and their runs.
 	"sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router", "kvroute/router/tokenize", "go.yaml.in/yaml/v3", "kvroute/internal/strictyaml"},
@@ -184,7 +187,7 @@ var reportLibraries = []string{"gonum.org/v1/plot/...", "github.com/yuin/goldmar
 // simulator, the load generator, the sweep runner) link neither results/report nor the
 // libraries behind it, directly or transitively.
 func TestRecordsLinkNoReportLibraries(t *testing.T) {
-	for _, rel := range []string{"results", "results/stats", "sim/cluster", "internal/loadgen", "internal/calibrate", "sweep"} {
+	for _, rel := range []string{"results", "results/stats", "sim/cluster", "internal/loadgen", "internal/calibrate", "internal/tune", "sweep"} {
 		out, err := exec.Command("go", "list", "-e", "-deps", module+"/"+rel).Output()
 		if err != nil {
 			t.Fatalf("go list -deps %s: %v", rel, err)

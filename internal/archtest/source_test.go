@@ -25,7 +25,7 @@ var randAllowed = map[string]bool{
 }
 
 // deterministic lists the directories whose non-test code must be deterministic.
-var deterministic = []string{"router", "sim", "gpumodel", "workloads", "internal/table"}
+var deterministic = []string{"router", "sim", "gpumodel", "workloads", "internal/table", "internal/tune"}
 
 func TestNoWallClockOrGlobalRand(t *testing.T) {
 	root := filepath.Join("..", "..")
