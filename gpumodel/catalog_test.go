@@ -61,6 +61,8 @@ func TestLookupModel(t *testing.T) {
 		{"Llama-2-70B", "llama-2-70b", "Llama-2-70B", nil},
 		{"Qwen3-14B", "Qwen/Qwen3-14B", "Qwen3-14B", nil},
 		{"Qwen3-32B", "Qwen/Qwen3-32B", "Qwen3-32B", nil},
+		{"gpt-oss-120b", "openai/gpt-oss-120b", "gpt-oss-120b", nil},
+		{"gpt-oss-20b", "GPT-OSS-20B", "gpt-oss-20b", nil},
 		{"unknown", "gpt-4", "", ErrUnknownModel},
 	}
 	for _, tc := range tests {
@@ -107,6 +109,10 @@ func TestModelShapes(t *testing.T) {
 		{Llama2x70B(), 327_680, 0},
 		{Qwen3x14B(), 163_840, 0},
 		{Qwen3x32B(), 262_144, 0},
+		// gpt-oss: 18 (12) full-attention layers × 2 × 8 KV heads × 64 × 2 bytes; the
+		// checkpoints' 60.8 and 12.8 GiB (model card) in GB.
+		{GptOss120B(), 36_864, 65.3},
+		{GptOss20B(), 24_576, 13.7},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model.Name, func(t *testing.T) {
