@@ -5,7 +5,7 @@
 //
 // The catalog holds value types: GPUs (A100-40GB-SXM, A100-80GB-SXM,
 // H100-SXM-80GB, H100-PCIe-80GB, H200-SXM-141GB, L40S, L4) and models (Llama-3.1-8B,
-// Llama-3.1-70B, Qwen2.5-7B, Mistral-7B, Llama-2-7B, Llama-2-70B, Qwen3-14B, Qwen3-32B,
+// Llama-3.1-70B, Qwen2.5-7B, Mistral-7B, Llama-2-7B, Llama-2-13B, Llama-2-70B, Qwen3-14B, Qwen3-32B,
 // Llama-3.1-8B-FP8, and the mixtures of experts gpt-oss-120b and gpt-oss-20b, whose
 // sliding-window layers hold a bounded window per request: moe.go),
 // returned by preset functions such as H100SXM80GB and found by name or alias

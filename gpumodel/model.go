@@ -218,6 +218,19 @@ func Llama2x7B() Model {
 	}
 }
 
+// Llama2x13B returns Llama-2-13B: 40 layers, multi-head attention (40 KV heads), hidden 5120
+// (meta-llama/Llama-2-13b-hf config.json). It has OPT-13B's layers, width, heads and KV bytes
+// per token, and MLP weights within 1.3% of OPT-13B's, so it stands in for the "13B LLM" of
+// DistServe's experiments (examples/published/distserve-2p1d.yaml).
+func Llama2x13B() Model {
+	return Model{
+		Name:    "Llama-2-13B",
+		Aliases: []string{"meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-13b-chat-hf"},
+		Layers:  40, Hidden: 5120, Heads: 40, KVHeads: 40, HeadDim: 128,
+		Intermediate: 13824, Vocab: 32000, Params: 13_015_864_320, DTypeBytes: 2,
+	}
+}
+
 // Llama2x70B returns Llama-2-70B: 80 layers, GQA 64/8.
 func Llama2x70B() Model {
 	return Model{
