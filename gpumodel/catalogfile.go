@@ -63,6 +63,7 @@ type efficiency struct {
 	DecodeMFU  *float64 `json:"decode_mfu,omitempty"`
 	Memory     *float64 `json:"memory,omitempty"`
 	Link       *float64 `json:"link,omitempty"`
+	ExpertMFU  *float64 `json:"expert_mfu,omitempty"`
 }
 
 // modelSpec is one model in a catalog file.
@@ -345,6 +346,7 @@ func (s gpuSpec) build(c Catalog) (GPU, error) {
 		setScaled(&g.Efficiency.DecodeMFU, e.DecodeMFU, 1)
 		setScaled(&g.Efficiency.Memory, e.Memory, 1)
 		setScaled(&g.Efficiency.Link, e.Link, 1)
+		setScaled(&g.Efficiency.ExpertMFU, e.ExpertMFU, 1)
 	}
 	return g, nil
 }
@@ -437,7 +439,7 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 			NICGbps:             optional(g.NICGbps),
 			Efficiency: &efficiency{
 				PrefillMFU: ptr(g.Efficiency.PrefillMFU), DecodeMFU: ptr(g.Efficiency.DecodeMFU),
-				Memory: ptr(g.Efficiency.Memory), Link: ptr(g.Efficiency.Link),
+				Memory: ptr(g.Efficiency.Memory), Link: ptr(g.Efficiency.Link), ExpertMFU: optional(g.Efficiency.ExpertMFU),
 			},
 		})
 	}

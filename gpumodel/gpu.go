@@ -61,6 +61,10 @@ type Efficiency struct {
 	Memory float64 `json:"memory" yaml:"memory"`
 	// Link is the fraction of LinkBandwidth reached by all-reduce transfers.
 	Link float64 `json:"link" yaml:"link"`
+	// ExpertMFU is the fraction of PeakFLOPS a mixture of experts' expert matrix multiplies
+	// reach (grouped GEMMs of a few rows per expert, weight-only quantized); 0 means
+	// PrefillMFU. Their FLOPs are priced at PrefillMFU/ExpertMFU times a dense layer's.
+	ExpertMFU float64 `json:"expert_mfu,omitempty" yaml:"expert_mfu,omitempty"`
 }
 
 // Validate reports every problem with e, joined, or nil when each fraction
@@ -76,6 +80,9 @@ func (e Efficiency) Validate() error {
 	check("decode_mfu", e.DecodeMFU)
 	check("memory", e.Memory)
 	check("link", e.Link)
+	if e.ExpertMFU != 0 {
+		check("expert_mfu", e.ExpertMFU)
+	}
 	return errors.Join(errs...)
 }
 
@@ -168,9 +175,13 @@ func ampereEfficiency() Efficiency {
 
 // hopperEfficiency is calibrated on H100 (Splitwise and vLLM measurements); DecodeMFU as
 // ampereEfficiency's, and consistent with cuBLAS's 0.6–0.7 of peak on decode-sized GEMMs
-// (README.md, "Kernel measurements").
+// (README.md, "Kernel measurements"). ExpertMFU is fitted to the one published MoE prefill
+// figure: llm-d's calibrated peak prefill throughput of gpt-oss-120b on one H200 (33,821
+// tokens/s at 8,192-token chunks through the whole P/D path, transfer and sidecar hop
+// included; llm-d/llm-d@83bb7c18 guides/pd-disaggregation/router/pd-disaggregation.values.yaml),
+// i.e. an 8,192-token prompt's first token 242 ms after it arrives on an idle fleet.
 func hopperEfficiency() Efficiency {
-	return Efficiency{PrefillMFU: 0.50, DecodeMFU: 0.45, Memory: 0.85, Link: 0.80}
+	return Efficiency{PrefillMFU: 0.50, DecodeMFU: 0.45, Memory: 0.85, Link: 0.80, ExpertMFU: 0.35}
 }
 
 // adaEfficiency is an uncalibrated prior for Ada (L40S, L4) parts: 0.9 of Hopper's compute

@@ -123,6 +123,7 @@ func StepTime(d Deployment, s Step) (time.Duration, error) {
 type work struct {
 	prefillFLOPs, decodeFLOPs float64
 	prefillBF16, decodeBF16   float64
+	prefillExtra, decodeExtra float64 // expert multiplies' price beyond a dense layer's, BF16 FLOPs
 	bytes, tokens, requests   float64
 }
 
@@ -140,6 +141,8 @@ func (p *Pricer) work(s Step) work {
 		decodeFLOPs:  decLin + decRest,
 		prefillBF16:  pfLin/p.linSpeedup + pfRest,
 		decodeBF16:   decLin/p.linSpeedup + decRest,
+		prefillExtra: p.sparse.expertExtraBF16(pf, p.linSpeedup),
+		decodeExtra:  p.sparse.expertExtraBF16(dec, p.linSpeedup),
 		bytes: p.weightBytes + p.kvBytesPerToken*kvTokens +
 			p.sparse.expertBytes(pf+dec) + p.sparse.windowKVBytes(kvTokens, chunks+dec),
 		tokens:   pf + dec,
@@ -151,9 +154,9 @@ func (p *Pricer) work(s Step) work {
 // (the roofline's inputs: compute is prefill + decode), the all-reduce time
 // and the fixed overheads of s.
 func (p *Pricer) parts(w work) (prefill, memory, decode, comm, overhead float64) {
-	prefill = w.prefillBF16 * p.secPerPrefillFLOP
+	prefill = (w.prefillBF16 + w.prefillExtra) * p.secPerPrefillFLOP
 	memory = w.bytes * p.secPerByte
-	decode = w.decodeBF16 * p.secPerDecodeFLOP
+	decode = (w.decodeBF16 + w.decodeExtra) * p.secPerDecodeFLOP
 	comm = p.arFixed + p.arPerToken*w.tokens
 	overhead = p.overheadFixed + p.overheadPerReq*w.requests
 	return prefill, memory, decode, comm, overhead

@@ -9,6 +9,8 @@ type sparse struct {
 	window           float64 // sliding window in tokens; 0 when none
 	windowFLOPsPair  float64 // 4 × sliding layers × heads/TP × head dim
 	windowKVPerToken float64 // sliding layers' KV bytes per token, per GPU
+	expertFLOPsToken float64 // 2 × layers × active experts' params / TP, per token
+	expertSlowdown   float64 // PrefillMFU / ExpertMFU − 1: the extra price of an expert FLOP
 }
 
 func newSparse(d Deployment) sparse {
@@ -17,6 +19,10 @@ func newSparse(d Deployment) sparse {
 	if m.Experts > 0 {
 		s.model = m
 		s.bytesPerExpert = float64(m.Layers) * float64(m.ExpertParams()) * expertBytes(m, d.Quantization) / tp
+		s.expertFLOPsToken = 2 * float64(m.Layers) * float64(m.ActiveExperts()) * float64(m.ExpertParams()) / tp
+		if e := d.GPU.Efficiency; e.ExpertMFU > 0 {
+			s.expertSlowdown = e.PrefillMFU/e.ExpertMFU - 1
+		}
 	}
 	if m.SlidingLayers > 0 {
 		s.window = float64(m.SlidingWindow)
@@ -24,6 +30,13 @@ func newSparse(d Deployment) sparse {
 		s.windowKVPerToken = 2 * float64(m.SlidingLayers) * float64(d.KVHeadsPerGPU()) * float64(m.HeadDim) * float64(d.KVDTypeBytes)
 	}
 	return s
+}
+
+// expertExtraBF16 returns the BF16-equivalent FLOPs that tokens tokens' expert multiplies
+// cost beyond a dense layer's (ExpertMFU below PrefillMFU), for the step price only: the
+// floors count FLOPs at peak.
+func (s sparse) expertExtraBF16(tokens, linSpeedup float64) float64 {
+	return s.expertFLOPsToken * tokens * s.expertSlowdown / linSpeedup
 }
 
 // allExpertBytes returns the bytes of every expert of every layer, per GPU.
