@@ -38,6 +38,11 @@ type Record struct {
 	// Preemptions counts the replica's preemptions of the request; Retries the router's
 	// re-sends to another endpoint.
 	Preemptions, Retries int
+	// PrefillEndpoint is, in a fleet split into prefill and decode pools, the endpoint that
+	// ran the request's prefill leg (empty when its decode endpoint prefilled it), and
+	// KVTransfer how long its KV took to reach the decode endpoint (0 without a transfer).
+	PrefillEndpoint string
+	KVTransfer      time.Duration
 }
 
 // TTFT returns the time to first token, or false when there was no token.

@@ -35,9 +35,18 @@ func keyErr(section, key, format string, args ...any) error {
 	return &KeyError{Key: path, Err: fmt.Errorf("%s"+format, append([]any{path}, args...)...)}
 }
 
-// Engines resolves the fleet against cat into its replicas' engine configurations, all
-// equal. Errors are *KeyError values under section ("fleet"), joined.
+// Engines resolves the fleet against cat into its replicas' engine configurations: all
+// equal, or a split fleet's pools one after another (PoolEngines). Errors are *KeyError
+// values under section ("fleet"), joined.
 func (f FleetConfig) Engines(cat gpumodel.Catalog, section string) ([]engine.Config, error) {
+	if f.Disaggregated() {
+		pools, err := f.PoolEngines(cat, section)
+		var out []engine.Config
+		for _, p := range pools {
+			out = append(out, p.Engines...)
+		}
+		return out, err
+	}
 	var errs []error
 	if f.Replicas < 1 || f.Replicas > MaxFleetReplicas {
 		errs = append(errs, keyErr(section, "replicas", " %d: want 1..%d", f.Replicas, MaxFleetReplicas))

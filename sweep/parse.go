@@ -57,10 +57,21 @@ type File struct {
 // serves the same section (-fleet) and each entry of cmd/route's hardware section is its
 // ReplicaConfig, so a fleet is simulated, emulated and priced live from one description.
 type FleetConfig struct {
-	// Replicas is the number of identical replicas, 1..4096.
+	// Replicas is the number of identical replicas, 1..4096, of an aggregated fleet (no
+	// pools, or split aggregated).
 	Replicas int `yaml:"replicas"`
 	// ReplicaConfig is what every replica runs; its keys sit inline in the fleet section.
 	ReplicaConfig `yaml:",inline"`
+	// Pools splits the fleet into prefill and decode pools (docs/pd.md): each
+	// {role: prefill|decode, replicas: N, KEY: VALUE...}, any replica key set per pool and
+	// the others the fleet's. Absent: one aggregated pool of fleet.replicas.
+	Pools []PoolConfig `yaml:"pools,omitempty"`
+	// Split is the pools as one scalar, so that a list of them is a sweep axis:
+	// "aggregated" (fleet.replicas, no pools), or "NP+MD" with an optional "(tpK)" per
+	// pool ("4P+4D", "8P(tp1)+2D(tp4)"). Not with pools.
+	Split string `yaml:"split,omitempty"`
+	// KVTransfer is the KV transfer between a split fleet's prefill and decode replicas.
+	KVTransfer KVTransferConfig `yaml:"kv_transfer,omitempty"`
 }
 
 // ReplicaConfig is one vLLM replica: the hardware, the model and the engine arguments that

@@ -9,7 +9,6 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"kvroute/results"
-	"kvroute/router"
 	"kvroute/sim/cluster"
 	"kvroute/workloads"
 )
@@ -21,12 +20,18 @@ type Job struct {
 	Point  Point
 	Policy PolicySpec
 	Rep    int
+	// PDColumns says the sweep has a split fleet: its requests.csv carries the P/D columns.
+	PDColumns bool
 }
 
 // Plan lists the runs of the points, replications, then policies inner, in a fixed order.
 // With several replications a run's name ends in its replication number (results.RepName).
 func Plan(points []Point) []Job {
 	var jobs []Job
+	pd := false
+	for _, p := range points {
+		pd = pd || p.Fleet.Disaggregated()
+	}
 	for _, p := range points {
 		for rep := range p.Reps() {
 			for _, ps := range p.Policies {
@@ -37,7 +42,7 @@ func Plan(points []Point) []Job {
 				if p.Reps() > 1 {
 					name = results.RepName(name, rep+1)
 				}
-				jobs = append(jobs, Job{Index: len(jobs), Name: name, Point: p, Policy: ps, Rep: rep})
+				jobs = append(jobs, Job{Index: len(jobs), Name: name, Point: p, Policy: ps, Rep: rep, PDColumns: pd})
 			}
 		}
 	}
@@ -77,6 +82,9 @@ func (j Job) scenario() map[string]any {
 	for _, a := range p.Axes {
 		s["axis."+a.Path] = a.Value
 	}
+	if p.Fleet.Split != "" || len(p.Fleet.Pools) > 0 { // absent otherwise, so earlier results keep their bytes
+		s["fleet_split"] = p.Fleet.SplitLabel()
+	}
 	if r := j.replication(); r > 0 {
 		s["replication"], s["workload_seed"] = r, p.WorkloadSeedOf(j.Rep)
 	}
@@ -87,43 +95,38 @@ func (j Job) scenario() map[string]any {
 // tick after each finished request.
 func (j Job) Execute(ctx context.Context, rows io.Writer, tick func()) (results.Run, error) {
 	p := j.Point
-	// Router replica i seeds its policy with the replication's router seed + i: one router is as before.
-	policies := make([]router.Policy, max(p.Router.Replicas, 1))
-	for i := range policies {
-		var err error
-		if policies[i], err = router.Builtin().New(j.Policy.Name, j.Policy.Params, p.RouterSeedOf(j.Rep)+uint64(i)); err != nil {
-			return results.Run{}, err
-		}
+	cc, err := p.clusterConfig()
+	if err != nil {
+		return results.Run{}, err
 	}
-	policy := policies[0]
+	rs, err := j.routers(len(cc.Roles) > 0)
+	if err != nil {
+		return results.Run{}, err
+	}
 	opts, err := p.StreamOptions()
 	if err != nil {
 		return results.Run{}, err
 	}
 	// Policies that never read prompt text spare the workload generating it.
-	opts = append(opts, workloads.WithText(router.ReadsText(policy)))
+	opts = append(opts, workloads.WithText(rs.readsText()))
 	stream, err := workloads.Build(p.Workload(), p.WorkloadSeedOf(j.Rep), opts...)
 	if err != nil {
 		return results.Run{}, err
 	}
 	defer stream.Close()
-	cc, err := p.clusterConfig()
-	if err != nil {
-		return results.Run{}, err
-	}
 	col := results.NewCollector(results.CollectorOpts{
 		Name: j.Name, Policy: j.Policy.Name, Group: p.Group(), Scenario: j.scenario(),
 		RequestRate: p.Arrival.Rate, SLO: p.SLO(), Replication: j.replication(),
 	})
 	var csv *results.RequestsCSV
 	if rows != nil {
-		if csv, err = results.NewRequestsCSV(rows); err != nil {
+		if csv, err = results.NewRequestsCSVOpts(rows, results.RequestsCSVOpts{PD: j.PDColumns}); err != nil {
 			return results.Run{}, err
 		}
 	}
 	var werr error
 	stages := results.NewStageCollector(p.SLO())
-	s, err := cluster.NewRouters(cc, policies, stream, cluster.Sink{ITL: col.AddITL, Record: func(r *results.Record) {
+	s, err := rs.sim(cc, stream, cluster.Sink{ITL: col.AddITL, Record: func(r *results.Record) {
 		col.Add(r)
 		stages.Add(stream.StageAt(r.Arrival), r)
 		if csv != nil && werr == nil {

@@ -26,7 +26,14 @@ func (p Point) validate() error {
 	}
 	reg := router.Builtin()
 	for i, ps := range p.Policies {
-		if _, err := reg.New(ps.Name, ps.Params, 1); err != nil {
+		var err error
+		switch {
+		case ps.PD != nil || p.Fleet.Disaggregated():
+			_, err = ps.BuildPD(reg, 1)
+		default:
+			_, err = reg.New(ps.Name, ps.Params, 1)
+		}
+		if err != nil {
 			errs = append(errs, fmt.Errorf("policies[%d]: %w", i, err))
 		}
 	}
@@ -85,5 +92,8 @@ func (p Point) clusterConfig() (cluster.Config, error) {
 		c.Failures = append(c.Failures, cluster.Failure{Replica: f.Replica, At: f.At, RecoverAt: f.RecoverAt})
 	}
 	c.Routers = cluster.Routers{Count: p.Router.Replicas, Assign: p.Router.Assign, EventDelay: p.Router.EventDelay}
+	if p.Fleet.Disaggregated() {
+		p.splitCluster(&c)
+	}
 	return c, c.Validate()
 }

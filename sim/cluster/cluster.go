@@ -59,6 +59,7 @@ type Sim struct {
 	ejected       []bool              // per replica: some router ejected it; a good scrape re-admits it
 	scrapedAt     time.Time
 	scrapeFn      func([]router.EndpointState) // s.applyScrape, bound once
+	pd            *pdSim                       // a split fleet's pools and links, or nil
 }
 
 // flight is one request's journey through the router and the fleet.
@@ -67,7 +68,17 @@ type flight struct {
 	rreq   router.Request
 	ereq   engine.Request
 	ticket router.Ticket // its claim on an endpoint, through its router's lifecycle
+	pd     *pdFlight     // in a split fleet: its P/D tickets and legs (pd.go)
 	journey
+}
+
+// tk is f's claim on the endpoint that answers the client: its ticket, or in a split fleet
+// its decode ticket.
+func (f *flight) tk() *router.Ticket {
+	if f.pd != nil {
+		return &f.pd.t.Decode
+	}
+	return &f.ticket
 }
 
 // journey is what a flight learns on its way, reset as one for a reused flight.
@@ -92,6 +103,27 @@ type routerInst struct {
 	kv    router.KVEventObserver
 	batch router.KVEventBatchObserver // kv, when it takes BlockStored events whole
 	ft    bool                        // the policy hears first tokens
+	// In a split fleet: the P/D router (lc is its decode lifecycle, the fields above its
+	// decode policy's) and the prefill pool's lifecycle and policy's observers.
+	pdr *router.PD
+	pre *routerInst
+}
+
+// newRouterInst returns a router replica's account of policy p's observers.
+func newRouterInst(p router.Policy) *routerInst {
+	ri := &routerInst{}
+	ri.kv, _ = p.(router.KVEventObserver)
+	ri.batch, _ = p.(router.KVEventBatchObserver)
+	_, ri.ft = p.(router.FirstTokenObserver)
+	return ri
+}
+
+// observers returns the router replica's observers of replica i's pool.
+func (s *Sim) observers(ri *routerInst, i int) *routerInst {
+	if ri.pre != nil && s.cfg.Roles[i] == RolePrefill {
+		return ri.pre
+	}
+	return ri
 }
 
 // New returns a simulation of cfg's fleet routed by policy, fed by stream: one router.
@@ -105,48 +137,19 @@ func New(cfg Config, policy router.Policy, stream *workloads.Stream, sink Sink) 
 // NewRouters returns a simulation of cfg's fleet behind len(policies) router replicas
 // (cfg.Routers.Count of them), each with its own policy instance and state.
 func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, sink Sink) (*Sim, error) {
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	if sink.Record == nil {
-		return nil, errors.New("cluster: sink has no Record function")
+	if cfg.disaggregated() {
+		return nil, errors.New("cluster: a split fleet needs NewPD")
 	}
 	if len(policies) != cfg.Routers.count() {
 		return nil, fmt.Errorf("cluster: %d policies for %d routers", len(policies), cfg.Routers.count())
 	}
-	s := &Sim{cfg: cfg, k: sim.NewKernel(), stream: stream, sink: sink, arrivalAt: sim.Never}
-	s.arrivalFn, s.tickFn, s.scrapeFn = s.onArrival, s.tick, s.applyScrape
-	for _, p := range policies { // before the replicas: their hooks ask who reads KV events
-		ri := &routerInst{}
-		ri.kv, _ = p.(router.KVEventObserver)
-		ri.batch, _ = p.(router.KVEventBatchObserver)
-		s.batching = s.batching || ri.batch != nil
-		_, ri.ft = p.(router.FirstTokenObserver)
-		s.rt = append(s.rt, ri)
+	rt := make([]*routerInst, len(policies))
+	for i, p := range policies {
+		rt[i] = newRouterInst(p)
 	}
-	s.salt = prefix.ModelSalt(cfg.Model) // the routers' salt: their keys are the engine's
-	// One hash memo for the fleet: a conversation's next turn reuses its history's block
-	// hashes whichever replica it lands on.
-	memo := engine.NewHashMemo(256 * len(cfg.Replicas))
-	var eps []router.EndpointState
-	for i, rc := range cfg.Replicas {
-		rc.Memo = memo
-		rep, err := engine.New(s.k, rc, s.hooks(i))
-		if err != nil {
-			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
-		}
-		s.reps = append(s.reps, rep)
-		m := rep.Metrics()
-		pp, err := gpumodel.NewPrefillPredictor(rc.Deployment)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: replica %d: %w", i, err)
-		}
-		s.ids = append(s.ids, EndpointID(i))
-		s.failedScrapes, s.ejected = append(s.failedScrapes, 0), append(s.ejected, false)
-		eps = append(eps, router.EndpointState{
-			ID: s.ids[i], Ready: true, Models: []string{cfg.Model},
-			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
-		})
+	s, eps, err := newSim(cfg, rt, stream, sink)
+	if err != nil {
+		return nil, err
 	}
 	lcfg := router.LifecycleConfig{MaxRetries: cfg.MaxRetries}
 	for k, p := range policies {
@@ -159,6 +162,47 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 	return s, nil
 }
 
+// newSim returns a simulation of cfg's fleet behind router replicas rt, whose lifecycles
+// the caller adds, and the endpoints' initial states.
+func newSim(cfg Config, rt []*routerInst, stream *workloads.Stream, sink Sink) (*Sim, []router.EndpointState, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, err
+	}
+	if sink.Record == nil {
+		return nil, nil, errors.New("cluster: sink has no Record function")
+	}
+	s := &Sim{cfg: cfg, k: sim.NewKernel(), stream: stream, sink: sink, arrivalAt: sim.Never, rt: rt}
+	s.arrivalFn, s.tickFn, s.scrapeFn = s.onArrival, s.tick, s.applyScrape
+	for _, ri := range rt { // before the replicas: their hooks ask who reads KV events
+		s.batching = s.batching || ri.batch != nil || ri.pre != nil && ri.pre.batch != nil
+	}
+	s.salt = prefix.ModelSalt(cfg.Model) // the routers' salt: their keys are the engine's
+	// One hash memo for the fleet: a conversation's next turn reuses its history's block
+	// hashes whichever replica it lands on.
+	memo := engine.NewHashMemo(256 * len(cfg.Replicas))
+	var eps []router.EndpointState
+	for i, rc := range cfg.Replicas {
+		rc.Memo = memo
+		rep, err := engine.New(s.k, rc, s.hooks(i))
+		if err != nil {
+			return nil, nil, fmt.Errorf("cluster: replica %d: %w", i, err)
+		}
+		s.reps = append(s.reps, rep)
+		m := rep.Metrics()
+		pp, err := gpumodel.NewPrefillPredictor(rc.Deployment)
+		if err != nil {
+			return nil, nil, fmt.Errorf("cluster: replica %d: %w", i, err)
+		}
+		s.ids = append(s.ids, EndpointID(i))
+		s.failedScrapes, s.ejected = append(s.failedScrapes, 0), append(s.ejected, false)
+		eps = append(eps, router.EndpointState{
+			ID: s.ids[i], Ready: true, Models: []string{cfg.Model},
+			NumGPUBlocks: m.NumGPUBlocks, BlockSize: m.BlockSize, UpdatedAt: Epoch, Prefill: pp,
+		})
+	}
+	return s, eps, nil
+}
+
 // EndpointID is the id replica i is known by to the routers: "replica-<i>". The emulator
 // names its replicas the same way, and cmd/route takes them as the backends' names.
 func EndpointID(i int) string { return fmt.Sprintf("replica-%d", i) }
@@ -166,6 +210,9 @@ func EndpointID(i int) string { return fmt.Sprintf("replica-%d", i) }
 func (s *Sim) hooks(i int) engine.Hooks {
 	h := engine.Hooks{
 		FirstToken: func(r *engine.Request, at sim.Time) {
+			if r.PD == engine.PDPrefill {
+				return // the prefill leg's token is not the client's (legAnswered)
+			}
 			f := r.Tag.(*flight)
 			f.firstToken = at + sim.Time(s.cfg.NetworkDelay)
 			if s.rt[f.router].ft {
@@ -173,6 +220,9 @@ func (s *Sim) hooks(i int) engine.Hooks {
 			}
 		},
 		Done: s.replicaDone,
+	}
+	if s.cfg.disaggregated() {
+		h.RemoteRead = func(r *engine.Request, tokens int) { s.remoteRead(i, r, tokens) }
 	}
 	if s.readsEvents() {
 		h.KV = func(ev engine.KVEvent) { s.kvEvent(i, ev) }
@@ -192,7 +242,7 @@ func (s *Sim) Endpoints() []router.EndpointState { return s.rt[0].lc.Endpoints()
 
 func (s *Sim) readsEvents() bool {
 	for _, ri := range s.rt {
-		if ri.kv != nil {
+		if ri.kv != nil || ri.pre != nil && ri.pre.kv != nil {
 			return true
 		}
 	}
@@ -276,6 +326,9 @@ func (s *Sim) newFlight(w *workloads.Request, now sim.Time) *flight {
 	f.wreq, f.journey = *w, journey{arrival: now}
 	f.rreq = RouterRequest(w, s.cfg.Model)
 	f.ereq = engine.Request{ID: w.ID, Prompt: w.Tokens, OutputTokens: w.OutputTokens, Answer: w.AnswerTokens, Salt: s.salt, Tag: f}
+	if s.pd != nil {
+		f.resetPD()
+	}
 	return f
 }
 
@@ -301,10 +354,10 @@ func RouterRequest(w *workloads.Request, model string) router.Request {
 // answer it precedes, and the kernel runs ties in order.
 func (s *Sim) firstTokenBack(f *flight, at sim.Time) {
 	if s.cfg.NetworkDelay == 0 {
-		f.ticket.FirstToken(s.wall(at))
+		f.tk().FirstToken(s.wall(at))
 		return
 	}
-	s.k.Schedule(at+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { f.ticket.FirstToken(s.wall(now)) })
+	s.k.Schedule(at+sim.Time(s.cfg.NetworkDelay), 1, func(now sim.Time) { f.tk().FirstToken(s.wall(now)) })
 }
 
 // kvEvent forwards replica i's KV event to every router whose policy reads the caches,
@@ -324,6 +377,7 @@ func (s *Sim) kvEvent(i int, ev engine.KVEvent) {
 func (s *Sim) deliver(i int, ev engine.KVEvent) {
 	id := s.ids[i]
 	for _, ri := range s.rt {
+		ri := s.observers(ri, i)
 		// A router with batches hears GPU stores through them; CPU-tier stores reach it block
 		// by block, as vLLM's token-less CPU BlockStored names engine hashes only.
 		if ri.kv != nil && (ri.batch == nil || !ev.Stored || ev.Medium != engine.MediumGPU) {

@@ -28,6 +28,11 @@ type Config struct {
 	Failures []Failure
 	// Routers models several router replicas in front of the fleet (zero value: one).
 	Routers Routers
+	// Roles, when set, splits the fleet into prefill and decode pools: Roles[i] is replica
+	// i's (pd.go; NewPD runs such a fleet). Nil: one aggregated pool.
+	Roles []Role
+	// KVTransfer prices a split fleet's KV transfers.
+	KVTransfer KVTransfer
 }
 
 // Routers describes N router replicas, each with its own policy state and its own in-flight
@@ -93,6 +98,9 @@ func (c Config) Validate() error {
 		if f.At < 0 || (f.RecoverAt != 0 && f.RecoverAt <= f.At) {
 			errs = append(errs, fmt.Errorf("cluster: failure %d: at %v, recover_at %v: want 0 <= at < recover_at", i, f.At, f.RecoverAt))
 		}
+	}
+	if err := c.validatePD(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -53,7 +53,14 @@ func (s *Sim) scrape(now sim.Time) {
 		}
 	}
 	s.scrapedAt = s.wall(now)
-	s.eachRouter(func(lc *router.Lifecycle) { lc.Update(s.scrapeFn) })
+	for _, ri := range s.rt {
+		if ri.pdr != nil {
+			ri.pdr.Prefill.Update(s.pd.scrapeFns[0])
+			ri.pdr.Decode.Update(s.pd.scrapeFns[1])
+			continue
+		}
+		ri.lc.Update(s.scrapeFn)
+	}
 }
 
 // applyScrape sets the scraped fields of eps from the last scrape, leaving the last good
@@ -71,12 +78,20 @@ func (s *Sim) applyScrape(eps []router.EndpointState) {
 func (s *Sim) eachRouter(fn func(*router.Lifecycle)) {
 	for _, ri := range s.rt {
 		fn(ri.lc)
+		if ri.pre != nil {
+			fn(ri.pre.lc)
+		}
 	}
 }
 
 // fail stops replica i: the requests it holds are aborted, and the routers learn of it from
 // their scrapes or from a refused request, as a live router does.
-func (s *Sim) fail(i int) { s.reps[i].Fail() }
+func (s *Sim) fail(i int) {
+	if s.pd != nil {
+		s.pd.fails[i]++ // the blocks its prefill legs held are gone
+	}
+	s.reps[i].Fail()
+}
 
 // recover restarts replica i, empty; the routers re-admit it at their next scrape.
 func (s *Sim) recover(i int) { s.reps[i].Recover() }

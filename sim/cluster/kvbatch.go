@@ -42,7 +42,7 @@ func (s *Sim) deliverBatch(b *kvBatch) {
 	}
 	id := s.ids[b.rep]
 	for _, ri := range s.rt {
-		if ri.batch != nil {
+		if ri := s.observers(ri, b.rep); ri.batch != nil {
 			ri.batch.BlocksStored(id, b.hashes, b.parent, b.hasParent, router.MediumGPU)
 		}
 	}

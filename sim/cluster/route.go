@@ -16,6 +16,10 @@ import (
 func (s *Sim) dispatch(f *flight, now sim.Time) {
 	s.refresh(now)
 	f.router = s.routerFor(&f.wreq)
+	if s.pd != nil {
+		s.dispatchPD(f, now)
+		return
+	}
 	if err := s.rt[f.router].lc.Decide(&f.ticket, &f.rreq, s.wall(now)); err != nil {
 		s.finish(f, now, results.StatusRejected, err.Error())
 		return
@@ -34,8 +38,11 @@ func (s *Sim) refresh(now sim.Time) {
 
 // send submits f to the replica its ticket names, after the network delay.
 func (s *Sim) send(f *flight, now sim.Time) {
-	d := f.ticket.Decision()
+	d := f.tk().Decision()
 	f.endpoint, f.reason = d.Index, d.Reason
+	if s.pd != nil {
+		f.endpoint = s.pd.pools[1][d.Index]
+	}
 	if s.cfg.NetworkDelay == 0 {
 		s.submit(f)
 		return
@@ -52,10 +59,17 @@ func (s *Sim) submit(f *flight) {
 
 // replicaDone handles a replica's result, after the network delay back to the router.
 func (s *Sim) replicaDone(res engine.Result) {
+	if res.Request.PD == engine.PDPrefill {
+		s.legDone(res)
+		return
+	}
 	f := res.Request.Tag.(*flight)
 	f.preemptions += res.Preemptions
 	if res.Status == engine.Completed {
 		f.cached, f.cpuCached = res.CachedTokens, res.CPUCachedTokens
+		if res.RemoteTokens > 0 { // read from the prefill replica: its hit is the request's
+			f.cached, f.cpuCached = f.pd.cached, 0
+		}
 	}
 	if s.cfg.NetworkDelay == 0 {
 		s.answered(f, res, res.Finish)
@@ -69,12 +83,16 @@ func (s *Sim) replicaDone(res engine.Result) {
 // had reached the client, is retried; one aborted after (a stream the client was reading)
 // fails, as it does live.
 func (s *Sim) answered(f *flight, res engine.Result, now sim.Time) {
-	if res.Status == engine.Aborted && f.firstToken == 0 {
+	if res.Status == engine.Aborted && f.firstToken == 0 && (f.pd == nil || !f.pd.failed) {
 		s.retry(f, now)
 		return
 	}
 	u := router.Usage{PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens, CompletionTokens: res.OutputTokens}
-	f.ticket.Finish(u, s.wall(now))
+	f.tk().Finish(u, s.wall(now))
+	if f.pd != nil && f.pd.failed && res.Status == engine.Aborted {
+		s.finish(f, now, results.StatusFailed, "kv transfer failed (kv_load_failure_policy fail)")
+		return
+	}
 	switch res.Status {
 	case engine.Completed:
 		s.finish(f, now, results.StatusCompleted, "")
@@ -94,11 +112,12 @@ func (s *Sim) retry(f *flight, now sim.Time) {
 		s.ejected[f.endpoint] = true
 	}
 	s.refresh(now)
-	err := f.ticket.Retry(s.wall(now))
+	err := f.tk().Retry(s.wall(now))
 	switch {
 	case err == nil:
-		f.retries = f.ticket.Retries()
+		f.retries = f.tk().Retries()
 		f.firstToken = 0
+		f.ereq.PD = engine.PDNone // a split fleet's decode retry prefills on its new replica
 		s.send(f, now)
 	case errors.Is(err, router.ErrRetriesExhausted):
 		s.finish(f, now, results.StatusFailed, "replica failed; retries exhausted")
@@ -122,6 +141,9 @@ func (s *Sim) finish(f *flight, now sim.Time, st results.Status, msg string) {
 	if st == results.StatusCompleted {
 		rec.FirstToken, rec.CachedTokens, rec.OutputTokens = f.firstToken.Duration(), f.cached, f.wreq.OutputTokens
 		rec.CPUCachedTokens = f.cpuCached
+	}
+	if f.pd != nil && f.pd.leg != nil {
+		rec.PrefillEndpoint, rec.KVTransfer = s.ids[f.pd.prefill], f.pd.xfer
 	}
 	s.sink.Record(rec)
 	s.active--

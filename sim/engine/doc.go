@@ -11,10 +11,13 @@
 // each rule a switch of Semantics that docs/simulator.md lists with the vLLM code it follows.
 // It runs on a sim.Kernel and reports first tokens, completions and, when asked, KV events
 // (blocks stored and removed, as vLLM publishes them) through hooks; Abort ends a request as
-// a client disconnect does.
+// a client disconnect does. In a disaggregated fleet a request is a prefill leg (one token,
+// its blocks held for the decoder until ReleaseHeld or the abort timeout) or a decode leg
+// (blocks taken, the prompt's KV read through Hooks.RemoteRead and RemoteKVDone, the last
+// prompt token recomputed), as vLLM's NixlConnector runs them (pd.go).
 //
 // Guarantees: the same configuration and the same calls give the same steps, times and hooks;
 // KV use never exceeds the pool; every submitted request ends in exactly one completion,
 // rejection or abort. Not modelled: the API server, tokenization and detokenization cost,
-// speculative decoding, a CPU KV tier, and prefill/decode disaggregation.
+// speculative decoding, and the KV transfer itself (the caller prices it).
 package engine

@@ -20,6 +20,8 @@ type submitter interface {
 	Recover()
 	// cachedHashes counts the block hashes the prefix cache holds.
 	cachedHashes() int
+	RemoteKVDone(*Request, bool)
+	ReleaseHeld(*Request)
 }
 
 func (r *Replica) cachedHashes() int    { return r.pool.cached.n }
@@ -38,6 +40,12 @@ type script struct {
 type scriptReq struct {
 	at  sim.Time
 	req Request
+	// For a P/D leg: how long a decode leg's read takes and whether it succeeds; how long
+	// after a prefill leg completes its blocks are released (< 0: never, the abort timeout
+	// frees them).
+	read    sim.Time
+	readOK  bool
+	release sim.Time
 }
 
 // randomScript builds requests from a few shared prefixes (so they hit each other's blocks),
@@ -128,7 +136,30 @@ func randomScript(rng *rand.Rand) script {
 	if rng.IntN(3) == 0 {
 		sc.cfg.Offload, sc.noGPUHits = randomOffload(rng, sc.cfg.Deployment), rng.IntN(3) == 0
 	}
+	if rng.IntN(3) == 0 {
+		randomPD(rng, &sc)
+	}
 	return sc
+}
+
+// randomPD makes some of sc's requests prefill legs (one output token, their blocks held
+// for a while or until the abort timeout) and some decode legs (reads that take a while and
+// sometimes fail), under either failure policy.
+func randomPD(rng *rand.Rand, sc *script) {
+	sc.cfg.KVTransfer = KVTransferConfig{Recompute: rng.IntN(2) == 0,
+		AbortTimeout: time.Duration(1+rng.IntN(500)) * time.Millisecond}
+	for i := range sc.reqs {
+		q := &sc.reqs[i]
+		switch rng.IntN(3) {
+		case 0:
+			q.req.PD, q.req.OutputTokens = PDPrefill, 1
+			q.release = sim.Time(rng.Int64N(int64(time.Second))) - sim.Time(200*time.Millisecond)
+		case 1:
+			q.req.PD = PDDecode
+			q.read = sim.Time(rng.Int64N(int64(100 * time.Millisecond)))
+			q.readOK = rng.IntN(5) != 0
+		}
+	}
 }
 
 // randomOffload returns a CPU tier for d: from a few blocks (eviction, skipped stores) to
@@ -160,9 +191,17 @@ func play(t *testing.T, sc script, cache bool, mk func(*sim.Kernel, Config, Hook
 	hooks := Hooks{
 		FirstToken: func(req *Request, at sim.Time) { fmt.Fprintf(&b, "first %s %v %+v\n", req.ID, at, r.Metrics()) },
 		Done: func(res Result) {
-			fmt.Fprintf(&b, "done %s %v arrival %v first %v finish %v prompt %d cached %d (cpu %d) out %d preempt %d %+v\n",
+			fmt.Fprintf(&b, "done %s %v arrival %v first %v finish %v prompt %d cached %d (cpu %d, remote %d) out %d preempt %d %+v\n",
 				res.Request.ID, res.Status, res.Arrival, res.FirstToken, res.Finish, res.PromptTokens,
-				res.CachedTokens, res.CPUCachedTokens, res.OutputTokens, res.Preemptions, r.Metrics())
+				res.CachedTokens, res.CPUCachedTokens, res.RemoteTokens, res.OutputTokens, res.Preemptions, r.Metrics())
+			if q := &sc.reqs[res.Request.Tag.(int)]; res.Request.PD == PDPrefill && q.release >= 0 {
+				k.Schedule(k.Now()+q.release, 0, func(sim.Time) { r.ReleaseHeld(res.Request) })
+			}
+		},
+		RemoteRead: func(req *Request, tokens int) {
+			fmt.Fprintf(&b, "read %s %d at %v\n", req.ID, tokens, k.Now())
+			q := &sc.reqs[req.Tag.(int)]
+			k.Schedule(k.Now()+q.read, 0, func(sim.Time) { r.RemoteKVDone(req, q.readOK) })
 		},
 		Step: func(at sim.Time, d time.Duration, s gpumodel.Step) {
 			fmt.Fprintf(&b, "step %v %v %+v %+v\n", at, d, s, r.Metrics())
@@ -193,8 +232,9 @@ func play(t *testing.T, sc script, cache bool, mk func(*sim.Kernel, Config, Hook
 			r.off.noGPUHits = sc.noGPUHits
 		}
 	}
-	for _, q := range sc.reqs {
+	for i, q := range sc.reqs {
 		req := q.req
+		req.Tag = i
 		k.Schedule(q.at, 0, func(now sim.Time) {
 			r.Submit(&req)
 			fmt.Fprintf(&b, "submit %s %v %+v\n", req.ID, now, r.Metrics())

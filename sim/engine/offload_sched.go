@@ -48,7 +48,7 @@ func (r *Replica) scheduleWaitingOffload(budget int) {
 			n, ok = r.admitLoaded(s, budget)
 		default:
 			var skip bool
-			n, ok, skip = r.admitOrLoad(s, budget)
+			n, ok, skip = r.admitWaiting(s, budget)
 			if skip {
 				i++
 				continue
@@ -374,13 +374,22 @@ func (r *Replica) announceCPU(hashes []uint64, stored bool) {
 	}
 }
 
-// dropLoad lets go of what waiting request s holds for a load (it was aborted): the pinned
-// offloaded blocks and its GPU blocks.
+// loadJob returns waiting request s's load from the CPU tier, nil when it has none (no tier,
+// or a decode leg's read, which RemoteKVDone will find gone).
+func (r *Replica) loadJob(s *seq) *loadJob {
+	if r.off == nil {
+		return nil
+	}
+	return r.off.jobs[s]
+}
+
+// dropLoad lets go of what waiting request s holds for a load or a read (it was aborted):
+// the pinned offloaded blocks and its GPU blocks.
 func (r *Replica) dropLoad(s *seq) {
-	if r.off == nil || s.load == loadNone {
+	if s.load == loadNone {
 		return
 	}
-	if job := r.off.jobs[s]; job != nil {
+	if job := r.loadJob(s); job != nil {
 		job.cancelled = true
 		delete(r.off.jobs, s)
 		r.off.loads--

@@ -82,7 +82,7 @@ func (r *refReplica) scheduleWaitingOff(budget int) int {
 		case loadDone:
 			n, ok = r.admitLoadedOff(s, budget)
 		default:
-			n, ok, skip = r.admitOff(s, budget)
+			n, ok, skip = r.admitAny(s, budget)
 		}
 		if skip {
 			i++

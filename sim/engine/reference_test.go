@@ -39,7 +39,9 @@ type refReplica struct {
 	cutoff   sim.Time // latest arrival the step being scheduled admits
 	nonce    uint64
 	m        Metrics
-	off      *refOffload // the CPU tier (reference_offload_test.go), or nil
+	off      *refOffload           // the CPU tier (reference_offload_test.go), or nil
+	held     map[*Request]*[]int32 // prefill legs' blocks (reference_pd_test.go)
+	pdDecode bool
 }
 
 // New returns an idle replica on kernel k.
@@ -104,9 +106,13 @@ func (r *refReplica) Submit(req *Request) {
 	case r.down:
 		r.end(s, Aborted, now)
 		return
-	case req.OutputTokens < 1 || len(req.Prompt) == 0 || r.blocksFor(len(req.Prompt)+req.OutputTokens) > r.pool.size():
+	case req.OutputTokens < 1 || len(req.Prompt) == 0 || r.blocksFor(len(req.Prompt)+req.OutputTokens) > r.pool.size(),
+		req.PD == PDPrefill && req.OutputTokens != 1:
 		r.end(s, Rejected, now)
 		return
+	}
+	if req.PD == PDDecode {
+		s.pd, r.pdDecode = pdUnread, true
 	}
 	r.waiting = append(r.waiting, s)
 	r.kick(now)
@@ -180,7 +186,11 @@ func (r *refReplica) endStep(now sim.Time, d time.Duration, step gpumodel.Step) 
 			}
 		}
 		if s.generated >= s.req.OutputTokens {
-			r.pool.release(s.blocks)
+			if s.req.PD == PDPrefill {
+				r.holdRef(s)
+			} else {
+				r.pool.release(s.blocks)
+			}
 			s.blocks = nil
 			s.generated = -s.generated // mark finished until running is compacted
 			finished = true
@@ -220,7 +230,7 @@ func (r *refReplica) end(s *refSeq, st Status, now sim.Time) {
 	r.hooks.Done(Result{
 		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now,
 		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, CPUCachedTokens: s.cpuHit,
-		OutputTokens: max(s.generated, 0), Preemptions: s.preemptions,
+		RemoteTokens: s.remote, OutputTokens: max(s.generated, 0), Preemptions: s.preemptions,
 	})
 }
 
@@ -236,6 +246,7 @@ func (r *refReplica) Fail() {
 	all := append(append([]*refSeq(nil), r.running...), r.waiting...)
 	r.running, r.waiting, r.batch = nil, nil, r.batch[:0]
 	r.pool.clearAll()
+	r.held = nil
 	if r.off != nil {
 		r.resetOff(now)
 	}
@@ -268,7 +279,7 @@ func (r *refReplica) schedule() gpumodel.Step {
 		}
 		ok := r.allocate(s, total)
 		for !ok {
-			if r.off != nil && r.releaseLoadedOff() {
+			if r.holdsWaiting() && r.releaseLoadedOff() {
 				ok = r.allocate(s, total)
 				continue
 			}
@@ -288,10 +299,10 @@ func (r *refReplica) schedule() gpumodel.Step {
 		r.batch = append(r.batch, s)
 		i++
 	}
-	if r.off != nil && (!preempted || len(r.running) == 0) {
+	if r.holdsWaiting() && (!preempted || len(r.running) == 0) {
 		budget = r.scheduleWaitingOff(budget)
 	}
-	for r.off == nil && !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
+	for !r.holdsWaiting() && !preempted && len(r.waiting) > 0 && budget > 0 && len(r.running) < r.maxSeqs {
 		s := r.waiting[0]
 		if s.arrival > r.cutoff {
 			break
@@ -436,7 +447,12 @@ type refSeq struct {
 	cpuHit      int   // tokens loaded from the CPU tier
 	load        uint8 // loadNone, loadInFlight or loadDone
 	noLoad      bool  // a load timed out
+	pd          uint8 // a decode leg's read (pd.go)
+	remote      int   // tokens a decode leg read
 }
+
+// holdsWaiting reports whether waiting requests may hold blocks.
+func (r *refReplica) holdsWaiting() bool { return r.off != nil || r.pdDecode }
 
 // numTokens is the prompt plus the tokens generated so far.
 func (s *refSeq) numTokens() int { return len(s.req.Prompt) + s.generated }

@@ -34,6 +34,9 @@ type Config struct {
 	Memo *HashMemo
 	// Offload gives the replica a CPU KV tier (the zero value: none).
 	Offload OffloadConfig
+	// KVTransfer is the replica's side of prefill/decode disaggregation (pd.go): how long a
+	// prefill leg's blocks wait for their reader, and what a failed read does.
+	KVTransfer KVTransferConfig
 }
 
 // Hooks receive a replica's events. Nil hooks are skipped.
@@ -51,6 +54,10 @@ type Hooks struct {
 	// Transfer, when set, hears each CPU-tier copy that ends: a store (toCPU) or a load, its
 	// bytes over all the replica's GPUs and its duration (vLLM's offload metrics).
 	Transfer func(toCPU bool, bytes int64, d time.Duration)
+	// RemoteRead, when set, hears a decode leg (PDDecode) take its blocks: the caller reads
+	// tokens prompt tokens (those it does not hold locally) from the prefill replica, then
+	// calls RemoteKVDone from an event of its own.
+	RemoteRead func(req *Request, tokens int)
 }
 
 // KVEvent is one change of a replica's prefix cache: BlockStored (Stored), BlockRemoved, or
@@ -166,7 +173,9 @@ type Replica struct {
 	nonce     uint64   // requests submitted so far: seeds each one's generated tokens
 	down      bool
 	m         Metrics
-	off       *offloader // the CPU tier, or nil
+	off       *offloader           // the CPU tier, or nil
+	held      map[*Request]*heldKV // prefill legs' blocks waiting for their readers (pd.go)
+	pdDecode  bool                 // a decode leg was submitted: waiting requests may hold blocks
 }
 
 // New returns an idle replica on kernel k.
@@ -220,6 +229,9 @@ func New(k *sim.Kernel, cfg Config, hooks Hooks) (*Replica, error) {
 	if err := r.setupOffload(cfg, rel); err != nil {
 		return nil, err
 	}
+	if err := cfg.KVTransfer.Validate(); err != nil {
+		return nil, err
+	}
 	if hooks.KV != nil {
 		r.pool.events = func(stored bool, h uint64) {
 			ev := KVEvent{Stored: stored, Hash: h}
@@ -268,9 +280,13 @@ func (r *Replica) Submit(req *Request) {
 	case r.down:
 		r.end(s, Aborted, now)
 		return
-	case req.OutputTokens < 1 || len(req.Prompt) == 0 || r.blocksFor(len(req.Prompt)+req.OutputTokens) > r.pool.size():
+	case req.OutputTokens < 1 || len(req.Prompt) == 0 || r.blocksFor(len(req.Prompt)+req.OutputTokens) > r.pool.size(),
+		req.PD != PDNone && r.sem.V0Scheduler, req.PD == PDPrefill && req.OutputTokens != 1:
 		r.end(s, Rejected, now)
 		return
+	}
+	if req.PD == PDDecode {
+		s.pd, r.pdDecode = pdUnread, true
 	}
 	r.pushWaiting(s)
 	r.kick(now)
@@ -409,7 +425,11 @@ func (r *Replica) endStep(now sim.Time) {
 // until running is compacted (settle).
 func (r *Replica) finish(s *seq) {
 	r.park(s)
-	r.pool.release(s.blocks)
+	if s.req.PD == PDPrefill {
+		r.hold(s)
+	} else {
+		r.pool.release(s.blocks)
+	}
 	s.blocks = s.blocks[:0]
 	s.generated = -s.generated
 }
@@ -497,7 +517,7 @@ func (r *Replica) end(s *seq, st Status, now sim.Time) {
 	r.hooks.Done(Result{
 		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now,
 		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, CPUCachedTokens: int(s.cpuHit),
-		OutputTokens: max(s.generated, 0), Preemptions: s.preemptions,
+		RemoteTokens: int(s.remote), OutputTokens: max(s.generated, 0), Preemptions: s.preemptions,
 	})
 }
 
@@ -515,6 +535,7 @@ func (r *Replica) Fail() {
 	all := append(append([]*seq(nil), r.running...), r.waiting...)
 	r.running, r.due, r.waiting, r.waitBase, r.batch = nil, nil, nil, nil, r.batch[:0]
 	r.pool.clearAll()
+	r.held = nil
 	if r.off != nil {
 		r.off.reset(now)
 	}

@@ -20,6 +20,8 @@ type Request struct {
 	// Salt seeds the first block's hash: model and LoRA adapter, so different adapters never
 	// share cache.
 	Salt uint64
+	// PD is the request's part in a disaggregated fleet (pd.go); PDNone runs it whole.
+	PD PDRole
 	// Tag is carried unchanged to the hooks, for the caller's bookkeeping.
 	Tag any
 }
@@ -60,6 +62,9 @@ type Result struct {
 	// request was scheduled (vLLM's usage.prompt_tokens_details.cached_tokens), the GPU's
 	// and the CPU tier's together, and CPUCachedTokens the part loaded from the CPU tier.
 	PromptTokens, CachedTokens, CPUCachedTokens int
+	// RemoteTokens is, for a decode leg (PDDecode), the prompt tokens whose KV it read from
+	// the prefill replica (counted in CachedTokens too, as vLLM counts them); 0 otherwise.
+	RemoteTokens int
 	// OutputTokens is the number of tokens generated.
 	OutputTokens int
 	// Preemptions counts how often the request was preempted (by recompute).
@@ -97,7 +102,9 @@ type seq struct {
 	cpuHit      int32  // tokens loaded from the CPU tier the first time it was scheduled
 	load        uint8  // loadNone, loadInFlight or loadDone
 	noLoad      bool   // a load timed out: it recomputes instead
-	_           [6]byte
+	pd          uint8  // a decode leg's read: 0 (not one), pdUnread, pdReading or pdRead (pd.go)
+	_           [1]byte
+	remote      int32 // tokens a decode leg read from its prefill replica
 }
 
 // catchUp caches the full blocks of s that hold generated tokens past its Answer, which

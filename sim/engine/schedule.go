@@ -13,8 +13,8 @@ func (r *Replica) schedule() gpumodel.Step {
 		r.materializeAll() // some request will not get all it needs: go one by one
 	}
 	budget, preempted := r.scheduleRunning()
-	if !preempted || r.off != nil && len(r.running) == 0 {
-		// With a CPU tier, requests waiting for their loads hold blocks, so a step may
+	if !preempted || r.holdsWaiting() && len(r.running) == 0 {
+		// With a CPU tier or decode legs, requests waiting for their loads hold blocks, so a step may
 		// preempt every running request; vLLM's engine would schedule again at once.
 		r.scheduleWaiting(budget)
 	}
@@ -87,7 +87,7 @@ func (r *Replica) scheduleRunning() (budget int, preempted bool) {
 // scheduleWaiting admits waiting requests, in order, while the budget, max_num_seqs and the
 // free blocks allow, and (AsyncScheduling) only those that arrived by r.cutoff.
 func (r *Replica) scheduleWaiting(budget int) {
-	if r.off != nil {
+	if r.holdsWaiting() {
 		r.scheduleWaitingOffload(budget)
 		return
 	}
@@ -122,7 +122,7 @@ func (r *Replica) startRunning(n int) {
 // was preempted (it was the newest left).
 func (r *Replica) allocateOrPreempt(s *seq, total int) (ok, preempted bool) {
 	for !r.allocate(s, total) {
-		if r.off != nil && r.releaseLoaded() {
+		if r.holdsWaiting() && r.releaseLoaded() {
 			continue // requests waiting with loaded blocks give them back first
 		}
 		victim := r.running[len(r.running)-1]
