@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"strings"
 
 	"kvroute/results/stats"
@@ -102,9 +103,15 @@ func (p pdPoint) bestSplit() (pdConfig, bool) {
 	return best, found
 }
 
+// PDMinGain is the smallest goodput difference, as a fraction of the aggregated fleet's best
+// goodput, that the P/D answer calls a gain or a loss: a significant difference below it
+// (P/D's longer first token shifting a few requests past the end of the run) is "no
+// significant difference".
+const PDMinGain = 0.02
+
 // pdVerdict compares the best split's best policy with the aggregated fleet's, paired over
-// replications: +1 when P/D's goodput is significantly higher, −1 when lower, 0 when the
-// difference is within noise (or untested).
+// replications: +1 when P/D's goodput is significantly higher (by PDMinGain at least), −1
+// when lower, 0 when the difference is within noise or below PDMinGain (or untested).
 func (p pdPoint) pdVerdict() (split pdConfig, diff stats.Interval, sign int, ok bool) {
 	agg := p.configs[0]
 	split, ok = p.bestSplit()
@@ -114,7 +121,7 @@ func (p pdPoint) pdVerdict() (split pdConfig, diff stats.Interval, sign int, ok 
 	x, y := paired(split.j.best, agg.j.best, metric("goodput_rps"))
 	diff, _ = stats.PairedT(x, y, false)
 	switch {
-	case !diff.Tested():
+	case !diff.Tested() || math.Abs(diff.Mean) < PDMinGain*agg.j.bestIV.Mean:
 	case diff.Lo > 0:
 		sign = 1
 	case diff.Hi < 0:

@@ -106,6 +106,13 @@ func TestPDAnswer(t *testing.T) {
 			}
 		})
 	}
+	// A significant loss smaller than PDMinGain of the aggregated goodput is no loss.
+	tiny := pdCase{"aggregated": {"a": {10: {9.9, 9.95, 9.92}}}, "4P+4D": {"a": {10: {9.89, 9.94, 9.91}}}}
+	var bt strings.Builder
+	writePDAnswer(&bt, planRuns(tiny.runs(true)))
+	if w := "no significant difference at 10 requests/s (4P+4D, -0.01"; !strings.Contains(bt.String(), w) {
+		t.Errorf("answer lacks %q:\n%s", w, bt.String())
+	}
 	var b strings.Builder
 	writePDSection(&b, planRuns(sweep.runs(true)))
 	golden(t, "pd_section.md", []byte(b.String()))
