@@ -237,8 +237,10 @@ func (d Deployment) KVBytesPerToken() int64 {
 
 // KVTransferBytes returns the bytes a KV transfer of tokens prompt tokens moves from one
 // replica to another: KVBytesPerToken per token for the full-attention layers, and the
-// sliding-window layers' last min(tokens, SlidingWindow) tokens, as vLLM's NIXL connector
-// reads only the blocks a request still holds. Block rounding is left out. 0 for tokens ≤ 0.
+// sliding-window layers' last min(tokens, SlidingWindow) tokens: with the hybrid KV cache
+// manager on (llm-d's P/D pods pass --no-disable-hybrid-kv-cache-manager), vLLM's NIXL
+// connector reads only the blocks each KV cache group holds (vllm-project/vllm PR #35758,
+// "Support HMA+NixlConnector"). Block rounding is left out. 0 for tokens ≤ 0.
 func (d Deployment) KVTransferBytes(tokens int) int64 {
 	if tokens <= 0 {
 		return 0

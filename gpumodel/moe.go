@@ -24,7 +24,8 @@ import (
 // page of each layer of a group, so the pool has memory / (page × layers per group)
 // blocks. A request holds a block per BlockSize tokens in the full-attention group, and
 // in the sliding-window group only the blocks its last SlidingWindow tokens touch (the
-// rest are freed as it advances). KV bytes per token (Model.KVBytesPerToken,
+// rest are freed as it advances: vllm-project/vllm PR #14097; PR #30166 allocates only the
+// window's blocks in the first place). KV bytes per token (Model.KVBytesPerToken,
 // Deployment.KVBytesPerTokenPerGPU) therefore count the full-attention layers only,
 // which is vLLM's capacity when the two groups have as many layers each (gpt-oss: 18
 // and 18). Simplification: the sliding-window group's blocks (at most
