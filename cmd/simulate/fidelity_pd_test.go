@@ -77,8 +77,11 @@ func checkPDRatio(t *testing.T, what string, got, want float64) {
 // not reached and its TTFT rise (+117%) not reproduced, because its aggregated column comes
 // from an earlier, slower stack than its P/D column (docs/fidelity.md says by how much).
 func TestPublishedPDFidelity(t *testing.T) {
-	if testing.Short() {
+	switch {
+	case testing.Short():
 		t.Skip("fidelity scenarios are slow")
+	case raceEnabled:
+		t.Skip("full-size scenarios take minutes under -race; make fidelity runs them without it")
 	}
 	t.Run("llm-d-pd-disaggregation", func(t *testing.T) {
 		runs := pdScenario(t, "llm-d-pd-disaggregation.yaml")
