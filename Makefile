@@ -32,4 +32,8 @@ fidelity:
 	$(GO) run ./cmd/simulate -config examples/published/llm-d-kv-cache-wins.yaml -out out/fid-llm-d -quiet
 	$(GO) run ./cmd/simulate -config examples/published/kubeai-prefix-hash.yaml -out out/fid-kubeai -quiet
 	$(GO) run ./cmd/simulate -config examples/published/llm-d-tiered-prefix-cache.yaml -out out/fid-tier -quiet
+	$(GO) run ./cmd/simulate -config examples/published/llm-d-pd-disaggregation.yaml -out out/fid-pd-llm-d -quiet
+	$(GO) run ./cmd/simulate -config examples/published/distserve-2p1d.yaml -out out/fid-pd-distserve -quiet
+	$(GO) run ./cmd/simulate -config examples/published/distserve-colocated-v0.yaml -out out/fid-pd-distserve-v0 -quiet
+	$(GO) test ./cmd/simulate -count=1 -v -run TestPublishedPDFidelity
 	$(GO) test ./internal/calibrate -count=1 -v -run TestWorkloadCalibration

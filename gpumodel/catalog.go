@@ -31,12 +31,12 @@ type Catalog struct {
 
 // DefaultCatalog returns the built-in GPUs (A100-40GB-SXM, A100-80GB-SXM,
 // H100-SXM-80GB, H100-PCIe-80GB, H200-SXM-141GB, L40S, L4) and models (Llama-3.1-8B,
-// Llama-3.1-70B, Qwen2.5-7B, Mistral-7B, Llama-2-7B, Llama-2-70B, Qwen3-14B,
-// Qwen3-32B, Llama-3.1-8B-FP8).
+// Llama-3.1-70B, Qwen2.5-7B, Mistral-7B, Llama-2-7B, Llama-2-13B, Llama-2-70B, Qwen3-14B,
+// Qwen3-32B, Llama-3.1-8B-FP8, gpt-oss-120b, gpt-oss-20b).
 func DefaultCatalog() Catalog {
 	c := Catalog{
 		gpus:   []GPU{A100SXM40GB(), A100SXM80GB(), H100SXM80GB(), H100PCIe80GB(), H200SXM141GB(), L40S(), L4()},
-		models: []Model{Llama31x8B(), Llama31x70B(), Qwen25x7B(), Mistral7B(), Llama2x7B(), Llama2x70B(), Qwen3x14B(), Qwen3x32B(), Llama31x8BFP8()},
+		models: []Model{Llama31x8B(), Llama31x70B(), Qwen25x7B(), Mistral7B(), Llama2x7B(), Llama2x13B(), Llama2x70B(), Qwen3x14B(), Qwen3x32B(), Llama31x8BFP8(), GptOss120B(), GptOss20B()},
 	}
 	c.builtinGPUs, c.builtinModels = len(c.gpus), len(c.models)
 	return c

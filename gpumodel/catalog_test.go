@@ -58,9 +58,12 @@ func TestLookupModel(t *testing.T) {
 		{"Qwen2.5-7B", "qwen2.5-7b", "Qwen2.5-7B", nil},
 		{"Mistral-7B", "MISTRAL-7B", "Mistral-7B", nil},
 		{"Llama-2-7B", "meta-llama/Llama-2-7b-hf", "Llama-2-7B", nil},
+		{"Llama-2-13B", "meta-llama/Llama-2-13b-hf", "Llama-2-13B", nil},
 		{"Llama-2-70B", "llama-2-70b", "Llama-2-70B", nil},
 		{"Qwen3-14B", "Qwen/Qwen3-14B", "Qwen3-14B", nil},
 		{"Qwen3-32B", "Qwen/Qwen3-32B", "Qwen3-32B", nil},
+		{"gpt-oss-120b", "openai/gpt-oss-120b", "gpt-oss-120b", nil},
+		{"gpt-oss-20b", "GPT-OSS-20B", "gpt-oss-20b", nil},
 		{"unknown", "gpt-4", "", ErrUnknownModel},
 	}
 	for _, tc := range tests {
@@ -104,9 +107,14 @@ func TestModelShapes(t *testing.T) {
 		{Qwen25x7B(), 57_344, 15.2},
 		{Mistral7B(), 131_072, 14.5},
 		{Llama2x7B(), 524_288, 13.5},
+		{Llama2x13B(), 819_200, 26.0},
 		{Llama2x70B(), 327_680, 0},
 		{Qwen3x14B(), 163_840, 0},
 		{Qwen3x32B(), 262_144, 0},
+		// gpt-oss: 18 (12) full-attention layers × 2 × 8 KV heads × 64 × 2 bytes; the
+		// checkpoints' 60.8 and 12.8 GiB (model card) in GB.
+		{GptOss120B(), 36_864, 65.3},
+		{GptOss20B(), 24_576, 13.7},
 	}
 	for _, tc := range tests {
 		t.Run(tc.model.Name, func(t *testing.T) {

@@ -54,6 +54,7 @@ type gpuSpec struct {
 	LinkBandwidthGBps   *float64    `json:"link_bandwidth_gbps,omitempty"`
 	LinkLatencyMicros   *float64    `json:"link_latency_us,omitempty"`
 	HostBandwidthGBps   *float64    `json:"host_bandwidth_gbps,omitempty"`
+	NICGbps             *float64    `json:"nic_gbps,omitempty"`
 	Efficiency          *efficiency `json:"efficiency,omitempty"`
 }
 
@@ -62,24 +63,29 @@ type efficiency struct {
 	DecodeMFU  *float64 `json:"decode_mfu,omitempty"`
 	Memory     *float64 `json:"memory,omitempty"`
 	Link       *float64 `json:"link,omitempty"`
+	ExpertMFU  *float64 `json:"expert_mfu,omitempty"`
 }
 
 // modelSpec is one model in a catalog file.
 type modelSpec struct {
-	Name           string   `json:"name"`
-	Base           string   `json:"base,omitempty"`
-	Aliases        []string `json:"aliases,omitempty"`
-	Layers         *int     `json:"layers,omitempty"`
-	Hidden         *int     `json:"hidden,omitempty"`
-	Heads          *int     `json:"heads,omitempty"`
-	KVHeads        *int     `json:"kv_heads,omitempty"`
-	HeadDim        *int     `json:"head_dim,omitempty"`
-	Intermediate   *int     `json:"intermediate,omitempty"`
-	Vocab          *int     `json:"vocab,omitempty"`
-	Params         *int64   `json:"params,omitempty"`
-	DTypeBytes     *int     `json:"dtype_bytes,omitempty"`
-	Quantization   *string  `json:"quantization,omitempty"`
-	TiedEmbeddings *bool    `json:"tied_embeddings,omitempty"`
+	Name            string   `json:"name"`
+	Base            string   `json:"base,omitempty"`
+	Aliases         []string `json:"aliases,omitempty"`
+	Layers          *int     `json:"layers,omitempty"`
+	Hidden          *int     `json:"hidden,omitempty"`
+	Heads           *int     `json:"heads,omitempty"`
+	KVHeads         *int     `json:"kv_heads,omitempty"`
+	HeadDim         *int     `json:"head_dim,omitempty"`
+	Intermediate    *int     `json:"intermediate,omitempty"`
+	Vocab           *int     `json:"vocab,omitempty"`
+	Params          *int64   `json:"params,omitempty"`
+	DTypeBytes      *int     `json:"dtype_bytes,omitempty"`
+	Quantization    *string  `json:"quantization,omitempty"`
+	TiedEmbeddings  *bool    `json:"tied_embeddings,omitempty"`
+	Experts         *int     `json:"experts,omitempty"`
+	ExpertsPerToken *int     `json:"experts_per_token,omitempty"`
+	SlidingWindow   *int     `json:"sliding_window,omitempty"`
+	SlidingLayers   *int     `json:"sliding_layers,omitempty"`
 }
 
 // LoadCatalog reads a JSON catalog file and returns DefaultCatalog plus its
@@ -322,6 +328,7 @@ func (s gpuSpec) build(c Catalog) (GPU, error) {
 	setScaled(&g.MemoryBandwidth, s.MemoryBandwidthTBps, 1e12)
 	setScaled(&g.LinkBandwidth, s.LinkBandwidthGBps, 1e9)
 	setScaled(&g.HostBandwidth, s.HostBandwidthGBps, 1e9)
+	setScaled(&g.NICGbps, s.NICGbps, 1)
 	if s.MemoryGiB != nil {
 		if v := *s.MemoryGiB; !(v > 0 && v < 1<<30) {
 			return GPU{}, fmt.Errorf("memory_gib must be in (0, 2^30), got %v", v)
@@ -339,6 +346,7 @@ func (s gpuSpec) build(c Catalog) (GPU, error) {
 		setScaled(&g.Efficiency.DecodeMFU, e.DecodeMFU, 1)
 		setScaled(&g.Efficiency.Memory, e.Memory, 1)
 		setScaled(&g.Efficiency.Link, e.Link, 1)
+		setScaled(&g.Efficiency.ExpertMFU, e.ExpertMFU, 1)
 	}
 	return g, nil
 }
@@ -390,6 +398,10 @@ func (s modelSpec) build(c Catalog) (Model, error) {
 	setInt(&m.Vocab, s.Vocab)
 	setInt(&m.Params, s.Params)
 	setInt(&m.DTypeBytes, s.DTypeBytes)
+	setInt(&m.Experts, s.Experts)
+	setInt(&m.ExpertsPerToken, s.ExpertsPerToken)
+	setInt(&m.SlidingWindow, s.SlidingWindow)
+	setInt(&m.SlidingLayers, s.SlidingLayers)
 	if s.TiedEmbeddings != nil {
 		m.TiedEmbeddings = *s.TiedEmbeddings
 	}
@@ -424,9 +436,10 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 			LinkBandwidthGBps:   ptr(g.LinkBandwidth / 1e9),
 			LinkLatencyMicros:   ptr(float64(g.LinkLatency) / 1e3),
 			HostBandwidthGBps:   optional(g.HostBandwidth / 1e9),
+			NICGbps:             optional(g.NICGbps),
 			Efficiency: &efficiency{
 				PrefillMFU: ptr(g.Efficiency.PrefillMFU), DecodeMFU: ptr(g.Efficiency.DecodeMFU),
-				Memory: ptr(g.Efficiency.Memory), Link: ptr(g.Efficiency.Link),
+				Memory: ptr(g.Efficiency.Memory), Link: ptr(g.Efficiency.Link), ExpertMFU: optional(g.Efficiency.ExpertMFU),
 			},
 		})
 	}
@@ -436,6 +449,8 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 			Layers: ptr(m.Layers), Hidden: ptr(m.Hidden), Heads: ptr(m.Heads), KVHeads: ptr(m.KVHeads),
 			HeadDim: ptr(m.HeadDim), Intermediate: ptr(m.Intermediate), Vocab: ptr(m.Vocab),
 			Params: ptr(m.Params), DTypeBytes: ptr(m.DTypeBytes), TiedEmbeddings: ptr(m.TiedEmbeddings),
+			Experts: optionalInt(m.Experts), ExpertsPerToken: optionalInt(m.ExpertsPerToken),
+			SlidingWindow: optionalInt(m.SlidingWindow), SlidingLayers: optionalInt(m.SlidingLayers),
 		})
 	}
 	for i, m := range c.models[min(c.builtinModels, len(c.models)):] {
@@ -454,6 +469,14 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// optionalInt returns a pointer to v, or nil for 0 (a field left out).
+func optionalInt(v int) *int {
+	if v == 0 {
+		return nil
+	}
+	return &v
+}
 
 // optional returns a pointer to v, or nil for 0 (a field left out).
 func optional(v float64) *float64 {

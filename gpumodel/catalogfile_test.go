@@ -167,7 +167,8 @@ func gpuEqual(a, b GPU) bool {
 	return a.Name == b.Name && strings.Join(a.Aliases, "\x00") == strings.Join(b.Aliases, "\x00") &&
 		approxEqual(a.PeakFLOPS, b.PeakFLOPS) && a.MemoryBytes == b.MemoryBytes &&
 		approxEqual(a.MemoryBandwidth, b.MemoryBandwidth) && approxEqual(a.LinkBandwidth, b.LinkBandwidth) &&
-		a.LinkLatency == b.LinkLatency && a.Efficiency == b.Efficiency
+		a.LinkLatency == b.LinkLatency && a.Efficiency == b.Efficiency &&
+		approxEqual(a.HostBandwidth, b.HostBandwidth) && approxEqual(a.NICGbps, b.NICGbps)
 }
 
 func modelEqual(a, b Model) bool {

@@ -143,7 +143,8 @@ func DefaultNonTorchBytes(tp int) int64 {
 // EstimateActivationReserve estimates, in bytes per GPU, the peak activation
 // memory vLLM's profiling run measures: one forward pass of maxNumBatchedTokens
 // tokens (the MLP's gate, up and activation outputs, 3 × intermediate/TP, plus
-// about four hidden-width buffers) and the sampler's three float32 copies
+// about four hidden-width buffers; a mixture of experts holds them for each of the
+// ActiveExperts a token runs) and the sampler's three float32 copies
 // (logits, probabilities, log-probabilities) of the vocabulary for
 // min(maxNumSeqs, maxNumBatchedTokens) sequences. It reproduces vLLM's logged
 // "PyTorch activation peak memory" for Llama-3.1-8B (≈1.2 GiB) and the two
@@ -154,7 +155,7 @@ func EstimateActivationReserve(m Model, tp, maxNumBatchedTokens, maxNumSeqs int)
 	}
 	t := int64(maxNumBatchedTokens)
 	seqs := int64(min(maxNumSeqs, maxNumBatchedTokens))
-	forward := t * (3*int64(m.Intermediate/tp) + 4*int64(m.Hidden)) * int64(m.DTypeBytes)
+	forward := t * (3*int64(m.Intermediate/tp)*int64(m.ActiveExperts()) + 4*int64(m.Hidden)) * int64(m.DTypeBytes)
 	sampler := 3 * seqs * int64(m.Vocab) * 4
 	return max(forward, 0) + max(sampler, 0)
 }
@@ -172,6 +173,9 @@ func (d Deployment) Validate() error {
 		if d.Model.KVHeads%d.TP != 0 && d.TP%d.Model.KVHeads != 0 {
 			errs = append(errs, fmt.Errorf("gpumodel: tp %d and the %d kv heads of %q must divide one another", d.TP, d.Model.KVHeads, d.Model.Name))
 		}
+	}
+	if d.Quantization == QuantMXFP4 && d.Model.Experts == 0 {
+		errs = append(errs, fmt.Errorf("gpumodel: quantization mxfp4 quantizes experts; %q has none", d.Model.Name))
 	}
 	if !(d.MemoryUtilization > 0 && d.MemoryUtilization <= 1) {
 		errs = append(errs, fmt.Errorf("gpumodel: memory utilization must be in (0, 1], got %v", d.MemoryUtilization))
@@ -217,9 +221,33 @@ func (d Deployment) KVHeadsPerGPU() int {
 }
 
 // KVBytesPerTokenPerGPU returns the KV-cache bytes one token occupies on each
-// GPU: 2 × layers × KV heads per GPU × head dim × KV dtype bytes.
+// GPU: 2 × full-attention layers × KV heads per GPU × head dim × KV dtype bytes
+// (sliding-window layers hold a bounded window per request instead; see moe.go).
 func (d Deployment) KVBytesPerTokenPerGPU() int64 {
-	return 2 * int64(d.Model.Layers) * int64(d.KVHeadsPerGPU()) * int64(d.Model.HeadDim) * int64(d.KVDTypeBytes)
+	return 2 * int64(d.Model.FullAttentionLayers()) * int64(d.KVHeadsPerGPU()) * int64(d.Model.HeadDim) * int64(d.KVDTypeBytes)
+}
+
+// KVBytesPerToken returns the KV-cache bytes one token occupies in the whole replica,
+// counting each KV head once (not its replicas when TP exceeds KVHeads): 2 ×
+// full-attention layers × KV heads × head dim × KV dtype bytes. It is what a KV transfer
+// moves per prompt token beyond the sliding window (KVTransferBytes).
+func (d Deployment) KVBytesPerToken() int64 {
+	return 2 * int64(d.Model.FullAttentionLayers()) * int64(d.Model.KVHeads) * int64(d.Model.HeadDim) * int64(d.KVDTypeBytes)
+}
+
+// KVTransferBytes returns the bytes a KV transfer of tokens prompt tokens moves from one
+// replica to another: KVBytesPerToken per token for the full-attention layers, and the
+// sliding-window layers' last min(tokens, SlidingWindow) tokens: with the hybrid KV cache
+// manager on (llm-d's P/D pods pass --no-disable-hybrid-kv-cache-manager), vLLM's NIXL
+// connector reads only the blocks each KV cache group holds (vllm-project/vllm PR #35758,
+// "Support HMA+NixlConnector"). Block rounding is left out. 0 for tokens ≤ 0.
+func (d Deployment) KVTransferBytes(tokens int) int64 {
+	if tokens <= 0 {
+		return 0
+	}
+	m := d.Model
+	window := 2 * int64(m.SlidingLayers) * int64(m.KVHeads) * int64(m.HeadDim) * int64(d.KVDTypeBytes) * int64(min(tokens, m.SlidingWindow))
+	return int64(tokens)*d.KVBytesPerToken() + window
 }
 
 // KVCacheBytesPerGPU returns the bytes each GPU has left for KV cache:

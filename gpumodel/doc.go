@@ -5,7 +5,9 @@
 //
 // The catalog holds value types: GPUs (A100-40GB-SXM, A100-80GB-SXM,
 // H100-SXM-80GB, H100-PCIe-80GB, H200-SXM-141GB, L40S, L4) and models (Llama-3.1-8B,
-// Llama-3.1-70B, Qwen2.5-7B, Mistral-7B, Llama-2-7B, Llama-2-70B, Qwen3-14B, Qwen3-32B),
+// Llama-3.1-70B, Qwen2.5-7B, Mistral-7B, Llama-2-7B, Llama-2-13B, Llama-2-70B, Qwen3-14B, Qwen3-32B,
+// Llama-3.1-8B-FP8, and the mixtures of experts gpt-oss-120b and gpt-oss-20b, whose
+// sliding-window layers hold a bounded window per request: moe.go),
 // returned by preset functions such as H100SXM80GB and found by name or alias
 // with LookupGPU and LookupModel. LoadCatalog adds a user's GPUs and models
 // from a strictly decoded JSON file (cmd/ converts YAML to JSON first).
@@ -14,7 +16,10 @@
 // (DefaultDeployment fills in vLLM's defaults). Its KV capacity is
 //
 //	(gpu_memory_utilization × GPU memory − weights/TP − activation reserve − non-torch memory)
-//	÷ (2 × layers × KV heads/TP × head dim × KV dtype bytes), in 16-token blocks.
+//	÷ (2 × full-attention layers × KV heads/TP × head dim × KV dtype bytes), in 16-token blocks.
+//
+// GPU.NICGbps and Deployment.KVTransferBytes price the KV transfers of a
+// prefill/decode fleet.
 //
 // A Step is the aggregate work of one scheduler step: prefill chunks (each
 // with the cached context it attends to) and decoding sequences (each with its

@@ -38,6 +38,10 @@ type GPU struct {
 	// offload to CPU memory reaches, per GPU; 0 when unknown (a replica cannot then offload
 	// unless its configuration gives one).
 	HostBandwidth float64
+	// NICGbps is the scale-out network bandwidth in Gbit/s per GPU and direction (its RDMA
+	// NIC: InfiniBand or RoCE) that carries KV transfers between replicas of a
+	// prefill/decode fleet; 0 when unknown.
+	NICGbps float64
 	// Efficiency holds the fractions of the peaks a replica reaches.
 	Efficiency Efficiency
 }
@@ -57,6 +61,10 @@ type Efficiency struct {
 	Memory float64 `json:"memory" yaml:"memory"`
 	// Link is the fraction of LinkBandwidth reached by all-reduce transfers.
 	Link float64 `json:"link" yaml:"link"`
+	// ExpertMFU is the fraction of PeakFLOPS a mixture of experts' expert matrix multiplies
+	// reach (grouped GEMMs of a few rows per expert, weight-only quantized); 0 means
+	// PrefillMFU. Their FLOPs are priced at PrefillMFU/ExpertMFU times a dense layer's.
+	ExpertMFU float64 `json:"expert_mfu,omitempty" yaml:"expert_mfu,omitempty"`
 }
 
 // Validate reports every problem with e, joined, or nil when each fraction
@@ -72,6 +80,9 @@ func (e Efficiency) Validate() error {
 	check("decode_mfu", e.DecodeMFU)
 	check("memory", e.Memory)
 	check("link", e.Link)
+	if e.ExpertMFU != 0 {
+		check("expert_mfu", e.ExpertMFU)
+	}
 	return errors.Join(errs...)
 }
 
@@ -95,6 +106,9 @@ func (g GPU) Validate() error {
 	pos("link bandwidth", g.LinkBandwidth)
 	if !(g.HostBandwidth >= 0 && !math.IsInf(g.HostBandwidth, 1)) {
 		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: host bandwidth must be finite and not negative, got %v", g.Name, g.HostBandwidth))
+	}
+	if !(g.NICGbps >= 0 && !math.IsInf(g.NICGbps, 1)) {
+		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: nic Gbit/s must be finite and not negative, got %v", g.Name, g.NICGbps))
 	}
 	if g.LinkLatency < 0 {
 		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: link latency must not be negative, got %v", g.Name, g.LinkLatency))
@@ -138,6 +152,16 @@ func (g GPU) Validate() error {
 //     and H200 have the same PCIe Gen5 x16 host link and take it, assumed. A100, L40S and
 //     L4 have PCIe Gen4 x16, half Gen5's 64 GB/s per direction by the specification: 22
 //     GB/s, the same fraction of the link, is assumed, not measured.
+//   - NICGbps: one 400 Gb/s ConnectX-7 (InfiniBand NDR or 400 GbE RoCE) per GPU on HGX/DGX
+//     H100 and H200 systems (NVIDIA DGX H100/H200 datasheet: 8 single-port ConnectX-7 VPI,
+//     up to 400 Gb/s; MLCommons inference v4.1 closed/NVIDIA/systems/H200-SXM-141GBx8
+//     lists 400 Gb/s InfiniBand cards; GKE's A3 Ultra, where llm-d's P/D guide ran, gives
+//     each of its 8 H200 a dedicated CX-7 with RDMA over RoCE, GoogleCloudPlatform/
+//     cluster-toolkit release v1.44.1); 400 Gb/s = 50 GB/s. A100 SXM: one 200 Gb/s
+//     ConnectX-6 HDR per GPU (DGX A100 datasheet). H100 PCIe, L40S and L4 servers carry
+//     no standard NIC per GPU: 200, 100 and 100 Gb/s are assumed, not sourced. Measured
+//     NIXL throughput is below line rate (42.6 GB/s over 400G RoCE at 16 MB blocks,
+//     ai-dynamo/nixl PR #1647); a fleet's kv_transfer section may set its own.
 //   - Efficiency: calibrated in calibration_test.go against testdata/calibration.json
 //     (A100, H100). H200 reuses H100's (same compute die); L40S and L4 are uncalibrated
 //     Ada priors. See README.md.
@@ -151,9 +175,13 @@ func ampereEfficiency() Efficiency {
 
 // hopperEfficiency is calibrated on H100 (Splitwise and vLLM measurements); DecodeMFU as
 // ampereEfficiency's, and consistent with cuBLAS's 0.6–0.7 of peak on decode-sized GEMMs
-// (README.md, "Kernel measurements").
+// (README.md, "Kernel measurements"). ExpertMFU is fitted to the one published MoE prefill
+// figure: llm-d's calibrated peak prefill throughput of gpt-oss-120b on one H200 (33,821
+// tokens/s at 8,192-token chunks through the whole P/D path, transfer and sidecar hop
+// included; llm-d/llm-d@83bb7c18 guides/pd-disaggregation/router/pd-disaggregation.values.yaml),
+// i.e. an 8,192-token prompt's first token 242 ms after it arrives on an idle fleet.
 func hopperEfficiency() Efficiency {
-	return Efficiency{PrefillMFU: 0.50, DecodeMFU: 0.45, Memory: 0.85, Link: 0.80}
+	return Efficiency{PrefillMFU: 0.50, DecodeMFU: 0.45, Memory: 0.85, Link: 0.80, ExpertMFU: 0.35}
 }
 
 // adaEfficiency is an uncalibrated prior for Ada (L40S, L4) parts: 0.9 of Hopper's compute
@@ -174,6 +202,7 @@ func A100SXM40GB() GPU {
 		LinkBandwidth:   300e9,
 		LinkLatency:     51 * time.Microsecond,
 		HostBandwidth:   22e9,
+		NICGbps:         200,
 		Efficiency:      ampereEfficiency(),
 	}
 }
@@ -190,6 +219,7 @@ func A100SXM80GB() GPU {
 		LinkBandwidth:   300e9,
 		LinkLatency:     51 * time.Microsecond,
 		HostBandwidth:   22e9,
+		NICGbps:         200,
 		Efficiency:      ampereEfficiency(),
 	}
 }
@@ -207,6 +237,7 @@ func H100SXM80GB() GPU {
 		LinkBandwidth:   450e9,
 		LinkLatency:     37 * time.Microsecond,
 		HostBandwidth:   44e9,
+		NICGbps:         400,
 		Efficiency:      hopperEfficiency(),
 	}
 }
@@ -227,6 +258,7 @@ func H100PCIe80GB() GPU {
 		LinkBandwidth:   64e9,
 		LinkLatency:     30 * time.Microsecond,
 		HostBandwidth:   44e9,
+		NICGbps:         200,
 		Efficiency:      hopperEfficiency(),
 	}
 }
@@ -244,6 +276,7 @@ func H200SXM141GB() GPU {
 		LinkBandwidth:   450e9,
 		LinkLatency:     37 * time.Microsecond,
 		HostBandwidth:   44e9,
+		NICGbps:         400,
 		Efficiency:      hopperEfficiency(),
 	}
 }
@@ -260,6 +293,7 @@ func L40S() GPU {
 		LinkBandwidth:   32e9,
 		LinkLatency:     30 * time.Microsecond,
 		HostBandwidth:   22e9,
+		NICGbps:         100,
 		Efficiency:      adaEfficiency(),
 	}
 }
@@ -276,6 +310,7 @@ func L4() GPU {
 		LinkBandwidth:   32e9,
 		LinkLatency:     30 * time.Microsecond,
 		HostBandwidth:   22e9,
+		NICGbps:         100,
 		Efficiency:      adaEfficiency(),
 	}
 }

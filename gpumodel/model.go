@@ -5,8 +5,10 @@ import (
 	"fmt"
 )
 
-// Model describes a dense decoder-only transformer with grouped-query attention
-// and a gated (SwiGLU) MLP, the shape shared by every model in the catalog.
+// Model describes a decoder-only transformer with grouped-query attention and gated
+// (SwiGLU) MLPs: dense (one MLP per layer), or a mixture of experts (Experts routed MLPs
+// per layer, ExpertsPerToken of them run per token), optionally with sliding-window
+// attention in some layers (moe.go).
 type Model struct {
 	// Name is the canonical catalog name, such as "Llama-3.1-8B".
 	Name string
@@ -23,8 +25,20 @@ type Model struct {
 	KVHeads int
 	// HeadDim is the width of one attention head.
 	HeadDim int
-	// Intermediate is the MLP inner width.
+	// Intermediate is the MLP inner width (of each expert, for a mixture of experts).
 	Intermediate int
+	// Experts is the number of routed MLP experts per layer (num_local_experts); 0 for a
+	// dense model.
+	Experts int
+	// ExpertsPerToken is the number of experts each token runs (num_experts_per_tok),
+	// in [1, Experts]; 0 for a dense model.
+	ExpertsPerToken int
+	// SlidingWindow is the attention window, in tokens, of the sliding-window layers;
+	// 0 when every layer attends to the whole context.
+	SlidingWindow int
+	// SlidingLayers is how many of the Layers use sliding-window attention; the others
+	// attend to the whole context. 0 when SlidingWindow is 0.
+	SlidingLayers int
 	// Vocab is the vocabulary size.
 	Vocab int
 	// Params is the total parameter count, embeddings included.
@@ -69,6 +83,7 @@ func (m Model) Validate() error {
 	if err := m.Quantization.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("gpumodel: model %q: %w", m.Name, err))
 	}
+	errs = append(errs, m.validateMoE()...)
 	if m.KVHeads > m.Heads || m.Heads%m.KVHeads != 0 {
 		errs = append(errs, fmt.Errorf("gpumodel: model %q: heads (%d) must be a multiple of kv_heads (%d)", m.Name, m.Heads, m.KVHeads))
 	}
@@ -80,13 +95,24 @@ func (m Model) Validate() error {
 	return errors.Join(errs...)
 }
 
-// LayerMatmulParams returns the weights one transformer block multiplies each
-// token by: the Q, K, V and output projections and the three MLP matrices.
+// LayerMatmulParams returns the linear weights one transformer block holds: the Q, K,
+// V and output projections and the three matrices of each MLP (every expert's, and the
+// router, for a mixture of experts). A dense model multiplies each token by all of them;
+// LayerActiveParams is what one token of a mixture of experts is multiplied by.
 func (m Model) LayerMatmulParams() int64 {
+	return m.LayerAttentionParams() + int64(max(m.Experts, 1))*m.ExpertParams() + m.RouterParams()
+}
+
+// LayerAttentionParams returns one block's Q, K, V and output projection weights.
+func (m Model) LayerAttentionParams() int64 {
 	h, hd := int64(m.Hidden), int64(m.HeadDim)
-	attn := 2*h*int64(m.Heads)*hd + 2*h*int64(m.KVHeads)*hd
-	mlp := 3 * h * int64(m.Intermediate)
-	return attn + mlp
+	return 2*h*int64(m.Heads)*hd + 2*h*int64(m.KVHeads)*hd
+}
+
+// ExpertParams returns the weights of one MLP (gate, up and down projections): the
+// dense model's MLP, or one expert.
+func (m Model) ExpertParams() int64 {
+	return 3 * int64(m.Hidden) * int64(m.Intermediate)
 }
 
 // Limits that keep every derived count of a valid Model within int64.
@@ -97,7 +123,8 @@ const (
 
 func (m Model) shapeParamsFloat() float64 {
 	h, hd := float64(m.Hidden), float64(m.HeadDim)
-	layer := 2*h*float64(m.Heads)*hd + 2*h*float64(m.KVHeads)*hd + 3*h*float64(m.Intermediate)
+	experts := float64(max(m.Experts, 1))
+	layer := 2*h*float64(m.Heads)*hd + 2*h*float64(m.KVHeads)*hd + experts*3*h*float64(m.Intermediate) + h*float64(m.Experts)
 	emb := float64(m.Vocab) * h
 	if !m.TiedEmbeddings {
 		emb *= 2
@@ -116,10 +143,12 @@ func (m Model) ShapeParams() int64 {
 	return int64(m.Layers)*m.LayerMatmulParams() + emb
 }
 
-// KVBytesPerToken returns the KV-cache bytes one token occupies across all
-// GPUs: 2 (K and V) × layers × KV heads × head dim × dtype bytes.
+// KVBytesPerToken returns the KV-cache bytes one token occupies across all GPUs in the
+// layers that attend to the whole context: 2 (K and V) × full-attention layers × KV heads
+// × head dim × dtype bytes. Sliding-window layers hold at most WindowKVBytes per request
+// whatever its length, so they add nothing per token (see moe.go).
 func (m Model) KVBytesPerToken() int64 {
-	return 2 * int64(m.Layers) * int64(m.KVHeads) * int64(m.HeadDim) * int64(m.DTypeBytes)
+	return 2 * int64(m.FullAttentionLayers()) * int64(m.KVHeads) * int64(m.HeadDim) * int64(m.DTypeBytes)
 }
 
 // WeightBytes returns the bytes all of the model's parameters occupy: DTypeBytes each, except
@@ -186,6 +215,19 @@ func Llama2x7B() Model {
 		Aliases: []string{"meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"},
 		Layers:  32, Hidden: 4096, Heads: 32, KVHeads: 32, HeadDim: 128,
 		Intermediate: 11008, Vocab: 32000, Params: 6_738_415_616, DTypeBytes: 2,
+	}
+}
+
+// Llama2x13B returns Llama-2-13B: 40 layers, multi-head attention (40 KV heads), hidden 5120
+// (meta-llama/Llama-2-13b-hf config.json). It has OPT-13B's layers, width, heads and KV bytes
+// per token, and MLP weights within 1.3% of OPT-13B's, so it stands in for the "13B LLM" of
+// DistServe's experiments (examples/published/distserve-2p1d.yaml).
+func Llama2x13B() Model {
+	return Model{
+		Name:    "Llama-2-13B",
+		Aliases: []string{"meta-llama/Llama-2-13b-hf", "meta-llama/Llama-2-13b-chat-hf"},
+		Layers:  40, Hidden: 5120, Heads: 40, KVHeads: 40, HeadDim: 128,
+		Intermediate: 13824, Vocab: 32000, Params: 13_015_864_320, DTypeBytes: 2,
 	}
 }
 

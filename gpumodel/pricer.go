@@ -36,6 +36,10 @@ import (
 // run at the GPU's FP8 peak when it has one (PeakFP8FLOPS), with the same
 // MFUs, and the streamed weights count one byte per linear parameter;
 // attention and the LM head stay at the BF16 peak.
+//
+// A mixture of experts multiplies each token by its active parameters only and
+// streams the experts a step's tokens touch; sliding-window layers attend to and
+// read at most their window (moe.go, pricer_moe.go).
 type Pricer struct {
 	linFLOPsPerToken float64 // 2 × layers × matmul params / TP
 	attnFLOPsPerPair float64 // 4 × layers × heads/TP × head dim
@@ -44,6 +48,7 @@ type Pricer struct {
 	kvBytesPerToken  float64 // per GPU
 	layerWeightBytes float64 // one layer's matmul weights per GPU
 	layerFLOPs       float64 // 2 × one layer's matmul params / TP, per token
+	sparse           sparse  // experts and sliding windows; zero for a dense model
 
 	invPeak, invBW    float64 // for the floors
 	secPerPrefillFLOP float64
@@ -64,7 +69,7 @@ func NewPricer(d Deployment) (*Pricer, error) {
 	m, g, e := d.Model, d.GPU, d.GPU.Efficiency
 	tp := float64(d.TP)
 	layers := float64(m.Layers)
-	matmul := float64(m.LayerMatmulParams()) / tp
+	matmul := float64(m.LayerActiveParams()) / tp
 	streamed := quantizedWeightBytes(m, d.Quantization) // the input embedding is gathered, not streamed, unless tied
 	if !m.TiedEmbeddings {
 		streamed -= int64(m.Vocab) * int64(m.Hidden) * int64(m.DTypeBytes)
@@ -72,11 +77,11 @@ func NewPricer(d Deployment) (*Pricer, error) {
 	linPeak := linearPeakFLOPS(g, d.Quantization)
 	p := &Pricer{
 		linFLOPsPerToken: 2 * layers * matmul,
-		attnFLOPsPerPair: 4 * layers * float64(m.Heads) / tp * float64(m.HeadDim),
+		attnFLOPsPerPair: 4 * float64(m.FullAttentionLayers()) * float64(m.Heads) / tp * float64(m.HeadDim),
 		logitFLOPs:       2 * float64(m.Hidden) * float64(m.Vocab) / tp,
 		weightBytes:      float64(streamed) / tp,
 		kvBytesPerToken:  float64(d.KVBytesPerTokenPerGPU()),
-		layerWeightBytes: matmul * float64(linearBytes(m, d.Quantization)),
+		layerWeightBytes: float64(m.LayerMatmulParams()) / tp * linearBytes(m, d.Quantization),
 		layerFLOPs:       2 * matmul,
 
 		invPeak:           1 / g.PeakFLOPS,
@@ -88,6 +93,8 @@ func NewPricer(d Deployment) (*Pricer, error) {
 		overheadFixed:     d.Overheads.PerStep.Seconds() + layers*d.Overheads.PerLayer.Seconds(),
 		overheadPerReq:    d.Overheads.PerRequest.Seconds(),
 	}
+	p.sparse = newSparse(d)
+	p.weightBytes -= p.sparse.allExpertBytes()
 	if d.TP > 1 {
 		// Two all-reduces per layer (after attention and after the MLP). A ring
 		// all-reduce moves 2·(TP−1)/TP of the tensor through each GPU's link.
@@ -116,6 +123,7 @@ func StepTime(d Deployment, s Step) (time.Duration, error) {
 type work struct {
 	prefillFLOPs, decodeFLOPs float64
 	prefillBF16, decodeBF16   float64
+	prefillExtra, decodeExtra float64 // expert multiplies' price beyond a dense layer's, BF16 FLOPs
 	bytes, tokens, requests   float64
 }
 
@@ -126,16 +134,19 @@ func (p *Pricer) work(s Step) work {
 	chunks := nonneg(int64(s.PrefillChunks))
 	kvTokens := nonneg(s.PrefillContext) + nonneg(s.DecodeContext) + pf + dec // read + written
 	pfLin, decLin := p.linFLOPsPerToken*pf, p.linFLOPsPerToken*dec
-	pfRest := p.attnFLOPsPerPair*nonneg(s.PrefillPairs) + p.logitFLOPs*chunks
-	decRest := p.logitFLOPs*dec + p.attnFLOPsPerPair*(nonneg(s.DecodeContext)+dec)
+	pfRest := p.attnFLOPsPerPair*nonneg(s.PrefillPairs) + p.logitFLOPs*chunks + p.sparse.prefillWindowFLOPs(s)
+	decRest := p.logitFLOPs*dec + p.attnFLOPsPerPair*(nonneg(s.DecodeContext)+dec) + p.sparse.decodeWindowFLOPs(s)
 	return work{
 		prefillFLOPs: pfLin + pfRest,
 		decodeFLOPs:  decLin + decRest,
 		prefillBF16:  pfLin/p.linSpeedup + pfRest,
 		decodeBF16:   decLin/p.linSpeedup + decRest,
-		bytes:        p.weightBytes + p.kvBytesPerToken*kvTokens,
-		tokens:       pf + dec,
-		requests:     chunks + dec,
+		prefillExtra: p.sparse.expertExtraBF16(pf, p.linSpeedup),
+		decodeExtra:  p.sparse.expertExtraBF16(dec, p.linSpeedup),
+		bytes: p.weightBytes + p.kvBytesPerToken*kvTokens +
+			p.sparse.expertBytes(pf+dec) + p.sparse.windowKVBytes(kvTokens, chunks+dec),
+		tokens:   pf + dec,
+		requests: chunks + dec,
 	}
 }
 
@@ -143,9 +154,9 @@ func (p *Pricer) work(s Step) work {
 // (the roofline's inputs: compute is prefill + decode), the all-reduce time
 // and the fixed overheads of s.
 func (p *Pricer) parts(w work) (prefill, memory, decode, comm, overhead float64) {
-	prefill = w.prefillBF16 * p.secPerPrefillFLOP
+	prefill = (w.prefillBF16 + w.prefillExtra) * p.secPerPrefillFLOP
 	memory = w.bytes * p.secPerByte
-	decode = w.decodeBF16 * p.secPerDecodeFLOP
+	decode = (w.decodeBF16 + w.decodeExtra) * p.secPerDecodeFLOP
 	comm = p.arFixed + p.arPerToken*w.tokens
 	overhead = p.overheadFixed + p.overheadPerReq*w.requests
 	return prefill, memory, decode, comm, overhead

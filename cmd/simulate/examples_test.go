@@ -33,6 +33,7 @@ var exampleReductions = []struct {
 var exampleCost = map[string]string{
 	"tenant-flood.yaml": "light", "sglang-v0.4.yaml": "light", "sglang-v0.4-5-per-group.yaml": "light",
 	"kubeai-prefix-hash.yaml": "light", "mooncake-trace.yaml": "medium", "offload.yaml": "medium", "pd.yaml": "medium", "llm-d-tiered-prefix-cache.yaml": "medium", "offload-eviction.yaml": "medium", "llm-d-kv-cache-wins.yaml": "medium",
+	"llm-d-pd-disaggregation.yaml": "medium", "distserve-2p1d.yaml": "medium", "distserve-colocated-v0.yaml": "medium",
 }
 
 // skipExample reports why the file is skipped in this test binary, or "".

@@ -42,6 +42,7 @@ func writeAnswer(b *strings.Builder, plan []groupPlan) {
 		b.WriteString("\n")
 	}
 	writeTierAnswer(b, tierPairs(plan))
+	writePDAnswer(b, plan)
 }
 
 // writeChoice writes the use / tied / slower / avoid lines of one judgement.

@@ -55,6 +55,7 @@ func buildReport(runs []results.Run, plan []groupPlan, figs []figure) ([]byte, e
 	writeVerdict(&b, plan, verdictMetrics(runs))
 	writeFairness(&b, plan)
 	writeTierSection(&b, plan)
+	writePDSection(&b, plan)
 	writePlots(&b, plan, figs)
 	writePolicies(&b, plan)
 	writeStagesSection(&b, runs)

@@ -2,7 +2,6 @@ package report
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 
 	"kvroute/results/stats"
@@ -12,39 +11,11 @@ import (
 const SectionTier = "## CPU tier"
 
 // tierKey matches the CPU tier's size in a group name ("offload kv_offloading_size=64,…").
-var tierKey = regexp.MustCompile(`,?kv_offloading_size=([^,\s]+)`)
+var tierKey = axisKey("kv_offloading_size")
 
-// tierPair is two groups alike but for the CPU tier: off has none (size 0), on has one.
-type tierPair struct {
-	base    string // the group name without the tier's size
-	size    string // the tier's size per replica, GiB
-	off, on *groupPlan
-}
-
-// tierPairs finds, in plan order, each group with a CPU tier and its twin without one.
-func tierPairs(plan []groupPlan) []tierPair {
-	offs := map[string]*groupPlan{}
-	for i := range plan {
-		if m := tierKey.FindStringSubmatch(plan[i].name); m != nil && m[1] == "0" {
-			offs[tierBase(plan[i].name)] = &plan[i]
-		}
-	}
-	var out []tierPair
-	for i := range plan {
-		m := tierKey.FindStringSubmatch(plan[i].name)
-		if m == nil || m[1] == "0" || offs[tierBase(plan[i].name)] == nil {
-			continue
-		}
-		base := tierBase(plan[i].name)
-		out = append(out, tierPair{base: base, size: m[1], off: offs[base], on: &plan[i]})
-	}
-	return out
-}
-
-// tierBase is a group name without its CPU tier's size.
-func tierBase(name string) string {
-	return strings.TrimSpace(strings.Replace(tierKey.ReplaceAllString(name, ""), " ,", " ", 1))
-}
+// tierPairs finds, in plan order, each group with a CPU tier and its twin without one
+// (size 0): ref is the group without, alt the one with, value the tier's GiB per replica.
+func tierPairs(plan []groupPlan) []axisTwin { return axisTwins(plan, tierKey, "0") }
 
 // gap judges the group's top level by p99 TTFT and returns the worst policy against the best
 // (ok false for the worst when one policy ran).
@@ -58,15 +29,15 @@ func gap(g *groupPlan) (j judgement, worst vs, judged, ok bool) {
 
 // writeTierAnswer writes the answer's line for each pair: the policies to use with and
 // without the tier, and the best-to-worst gap in each (with one policy, its p99 TTFT in each).
-func writeTierAnswer(b *strings.Builder, pairs []tierPair) {
+func writeTierAnswer(b *strings.Builder, pairs []axisTwin) {
 	for _, p := range pairs {
-		jo, wo, judged1, ok1 := gap(p.off)
-		jn, wn, judged2, ok2 := gap(p.on)
+		jo, wo, judged1, ok1 := gap(p.ref)
+		jn, wn, judged2, ok2 := gap(p.alt)
 		if !judged1 || !judged2 {
 			continue
 		}
 		fmt.Fprintf(b, "- CPU tier, for **%s**: without one, use %s (%s); with %s GiB per replica, %s (%s).",
-			p.base, tiedNames(jo), ivText(jo.bestIV, jo.m.unit), p.size, tiedNames(jn), ivText(jn.bestIV, jn.m.unit))
+			p.base, tiedNames(jo), ivText(jo.bestIV, jo.m.unit), p.value, tiedNames(jn), ivText(jn.bestIV, jn.m.unit))
 		if ok1 && ok2 {
 			fmt.Fprintf(b, " The worst policy's p99 TTFT is %s the best's without the tier (%s) and %s with it (%s).",
 				ratioText(wo.iv), wo.c.variant, ratioText(wn.iv), wn.c.variant)
@@ -93,9 +64,9 @@ func writeTierSection(b *strings.Builder, plan []groupPlan) {
 	}
 	b.WriteString(SectionTier + "\n\n")
 	for _, p := range pairs {
-		off, on := p.off.top(), p.on.top()
+		off, on := p.ref.top(), p.alt.top()
 		fmt.Fprintf(b, "**%s** at %s, with a CPU tier of %s GiB per replica against none; a ratio below 1× means "+
-			"the tier helps (paired over replications):\n\n", p.base, on.rateText(p.on.unit), p.size)
+			"the tier helps (paired over replications):\n\n", p.base, on.rateText(p.alt.unit), p.value)
 		b.WriteString("| policy | p99 TTFT without | p99 TTFT with | p99 with/without | p50 with/without |\n|---|---|---|---|---|\n")
 		for _, c := range on.cells {
 			i := indexCell(off.cells, c.variant)

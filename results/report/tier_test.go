@@ -25,7 +25,7 @@ func TestTierPairs(t *testing.T) {
 				t.Fatalf("got %d pairs %+v, want %v", len(got), got, tc.want)
 			}
 			for i, p := range got {
-				if s := p.base + "@" + p.size; s != tc.want[i] {
+				if s := p.base + "@" + p.value; s != tc.want[i] {
 					t.Errorf("pair %d = %s, want %s", i, s, tc.want[i])
 				}
 			}
