@@ -274,3 +274,20 @@ func (d Deployment) KVBlocks() int {
 func (d Deployment) KVCapacityTokens() int {
 	return d.KVBlocks() * d.BlockSize
 }
+
+// DefaultNICGbps is the KV transfer link per GPU, in Gbit/s, of a GPU whose catalog entry
+// gives none: one 400 Gb/s RDMA NIC per GPU, as HGX H100/H200 systems carry.
+const DefaultNICGbps = 400
+
+// TransferBandwidth returns the bytes per second a replica moves KV at over its TP GPUs'
+// NICs together (each TP rank moves its shard of the heads): gbps per GPU when above 0,
+// else the GPU's NICGbps, else DefaultNICGbps.
+func (d Deployment) TransferBandwidth(gbps float64) float64 {
+	if !(gbps > 0) {
+		gbps = d.GPU.NICGbps
+	}
+	if !(gbps > 0) {
+		gbps = DefaultNICGbps
+	}
+	return gbps * 1e9 / 8 * float64(max(d.TP, 1))
+}

@@ -42,8 +42,8 @@ type PoolConfig struct {
 // vLLM's NixlConnector over each replica's RDMA NICs.
 type KVTransferConfig struct {
 	// BandwidthGbps is the NIC bandwidth in Gbit/s per GPU and direction; a replica of TP
-	// GPUs reads and writes over TP of them (0: 400, one ConnectX-7 per GPU as HGX H100 and
-	// H200 systems carry).
+	// GPUs reads and writes over TP of them (0: the GPU's NIC in the catalog, nic_gbps: H100 and
+	// H200 SXM 400, A100 200, L4 100; 400 where the catalog gives none).
 	BandwidthGbps float64 `yaml:"bandwidth_gbps,omitempty"`
 	// BaseLatency is the fixed cost of one transfer before its bytes move (default 0).
 	BaseLatency time.Duration `yaml:"base_latency,omitempty"`
@@ -55,10 +55,6 @@ type KVTransferConfig struct {
 	// finished prefill leg's blocks for a decoder that never reads them (0: 480s).
 	AbortTimeout time.Duration `yaml:"abort_timeout,omitempty"`
 }
-
-// DefaultNICGbps is fleet.kv_transfer.bandwidth_gbps when unset: one 400 Gb/s RDMA NIC per
-// GPU, as HGX H100/H200 systems carry (one ConnectX-7 per GPU).
-const DefaultNICGbps = 400
 
 // Failure policies of fleet.kv_transfer.failure_policy.
 const (
@@ -75,7 +71,7 @@ func (c KVTransferConfig) engine() engine.KVTransferConfig {
 func (c KVTransferConfig) validate(section string) error {
 	var errs []error
 	if b := c.BandwidthGbps; !(b >= 0) || math.IsInf(b, 1) {
-		errs = append(errs, keyErr(section, "bandwidth_gbps", " %v: want Gbit/s > 0 (0: %d)", b, DefaultNICGbps))
+		errs = append(errs, keyErr(section, "bandwidth_gbps", " %v: want Gbit/s > 0 (0: the GPU's)", b))
 	}
 	if c.BaseLatency < 0 {
 		errs = append(errs, keyErr(section, "base_latency", " %v: want >= 0", c.BaseLatency))
@@ -87,14 +83,6 @@ func (c KVTransferConfig) validate(section string) error {
 		errs = append(errs, keyErr(section, "abort_timeout", " %v: want >= 0 (0: 480s)", c.AbortTimeout))
 	}
 	return errors.Join(errs...)
-}
-
-// Gbps returns the NIC bandwidth per GPU in Gbit/s, the default when unset.
-func (c KVTransferConfig) Gbps() float64 {
-	if c.BandwidthGbps > 0 {
-		return c.BandwidthGbps
-	}
-	return DefaultNICGbps
 }
 
 // Disaggregated reports whether the fleet is split into prefill and decode pools.
@@ -305,5 +293,5 @@ func (p Point) splitCluster(c *cluster.Config) {
 		}
 	}
 	kv := p.Fleet.KVTransfer
-	c.KVTransfer = cluster.KVTransfer{NICBandwidth: kv.Gbps() * 1e9 / 8, BaseLatency: kv.BaseLatency}
+	c.KVTransfer = cluster.KVTransfer{Gbps: kv.BandwidthGbps, BaseLatency: kv.BaseLatency}
 }

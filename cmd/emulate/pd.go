@@ -19,7 +19,7 @@ func definePD(fs *flag.FlagSet, o *options) {
 	pd := &o.cfg.PD
 	fs.StringVar(&pd.Role, "role", "", "every replica's role: prefill (serves NIXL prefill legs only) or decode (reads a decode leg's KV first); empty: aggregated")
 	fs.IntVar(&o.prefillReplicas, "prefill-replicas", 0, "the first N replicas serve prefill legs, the others decode legs (0: -role for all)")
-	fs.Float64Var(&pd.BandwidthGbps, "kv-transfer-bandwidth-gbps", 0, "KV transfer link per GPU in Gbit/s; a replica reads over its TP GPUs' links (fleet.kv_transfer.bandwidth_gbps; 0: 400)")
+	fs.Float64Var(&pd.BandwidthGbps, "kv-transfer-bandwidth-gbps", 0, "KV transfer link per GPU in Gbit/s; a replica reads over its TP GPUs' links (fleet.kv_transfer.bandwidth_gbps; 0: the GPU's NIC in the catalog)")
 	fs.DurationVar(&pd.BaseLatency, "kv-transfer-base-latency", 0, "latency added to every KV transfer (fleet.kv_transfer.base_latency)")
 	fs.DurationVar(&pd.AbortTimeout, "kv-transfer-abort-timeout", 0, "how long a prefill leg's blocks stay held when no decoder reads them (fleet.kv_transfer.abort_timeout, VLLM_NIXL_ABORT_REQUEST_TIMEOUT; 0: 480s)")
 	fs.StringVar(&pd.FailurePolicy, "kv-transfer-failure-policy", "", "vLLM's kv_load_failure_policy, fail or recompute (fleet.kv_transfer.failure_policy; empty: fail)")

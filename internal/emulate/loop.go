@@ -30,21 +30,18 @@ type core struct {
 	fresh   int       // streams appended to active during the step now ending
 	lastGen int64     // engine GenerationTokens at the last step end
 
-	kv *kvOut   // nil unless the replica publishes KV events
-	pd PDConfig // the replica's P/D role and link
-	// kvBytesPerToken is the KV a token takes across the replica's GPUs: what a decode leg
-	// reads per prompt token.
-	kvBytesPerToken int64
-	reads           []sim.Time    // when the decode legs' reads in flight end
-	tp              int           // the replica's GPUs, each with its own link
-	off             *offloadStats // nil unless the replica has a CPU tier
+	kv    *kvOut              // nil unless the replica publishes KV events
+	pd    PDConfig            // the replica's P/D role and link
+	dep   gpumodel.Deployment // prices a decode leg's read (PDConfig.transferTime)
+	reads []sim.Time          // when the decode legs' reads in flight end
+	off   *offloadStats       // nil unless the replica has a CPU tier
 
 	ttft, e2e histogram // in wall seconds
 	success   int64     // requests that completed
 }
 
 func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
-	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1, pd: cfg.PD, kvBytesPerToken: d.Model.KVBytesPerToken(), tp: d.TP,
+	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1, pd: cfg.PD, dep: d,
 		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets)}
 	rel, err := engine.ParseRelease(cfg.VLLM)
 	if err != nil {

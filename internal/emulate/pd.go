@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"kvroute/gpumodel"
+
 	"kvroute/internal/openai"
 	"kvroute/internal/vllm"
 	"kvroute/sim"
@@ -35,7 +37,7 @@ type PDConfig struct {
 	// Role is "" (aggregated), prefill or decode.
 	Role string `json:"role" yaml:"role"`
 	// BandwidthGbps is the KV transfer link per GPU, in Gbit/s; a replica of TP GPUs reads
-	// over TP of them, as fleet.kv_transfer.bandwidth_gbps (0: 400, one 400G NIC per GPU).
+	// over TP of them, as fleet.kv_transfer.bandwidth_gbps (0: the GPU's NIC in the catalog).
 	BandwidthGbps float64 `json:"bandwidth_gbps" yaml:"bandwidth_gbps"`
 	// BaseLatency is added to every transfer (0: none).
 	BaseLatency time.Duration `json:"base_latency" yaml:"base_latency"`
@@ -46,16 +48,13 @@ type PDConfig struct {
 	FailurePolicy string `json:"failure_policy" yaml:"failure_policy"`
 }
 
-// defaultBandwidthGbps is the link a replica gets when none is configured.
-const defaultBandwidthGbps = 400
-
 func (p PDConfig) validate() error {
 	var errs []error
 	if p.Role != "" && p.Role != RolePrefill && p.Role != RoleDecode {
 		errs = append(errs, fmt.Errorf("emulate: pd.role %q: want %s or %s", p.Role, RolePrefill, RoleDecode))
 	}
 	if p.BandwidthGbps < 0 || math.IsNaN(p.BandwidthGbps) || math.IsInf(p.BandwidthGbps, 0) {
-		errs = append(errs, fmt.Errorf("emulate: pd.bandwidth_gbps %v: want > 0, or 0 for %d", p.BandwidthGbps, defaultBandwidthGbps))
+		errs = append(errs, fmt.Errorf("emulate: pd.bandwidth_gbps %v: want > 0, or 0 for the GPU's", p.BandwidthGbps))
 	}
 	if p.BaseLatency < 0 || p.AbortTimeout < 0 {
 		errs = append(errs, fmt.Errorf("emulate: pd.base_latency %v, pd.abort_timeout %v: want >= 0", p.BaseLatency, p.AbortTimeout))
@@ -71,16 +70,12 @@ func (p PDConfig) engineConfig() engine.KVTransferConfig {
 	return engine.KVTransferConfig{AbortTimeout: p.AbortTimeout, Recompute: p.FailurePolicy == "recompute"}
 }
 
-// transferTime is how long reading tokens of KV, bytesPerToken each, takes over the links
-// of tp GPUs.
-func (p PDConfig) transferTime(tokens int, bytesPerToken int64, tp int) time.Duration {
-	gbps := p.BandwidthGbps
-	if gbps == 0 {
-		gbps = defaultBandwidthGbps
-	}
-	gbps *= float64(max(tp, 1))
-	bits := float64(tokens) * float64(bytesPerToken) * 8
-	return p.BaseLatency + time.Duration(bits/(gbps*1e9)*float64(time.Second))
+// transferTime is how long reading tokens of prompt KV into a replica of deployment d takes
+// over its TP GPUs' links: the base latency, then the bytes vLLM's NIXL connector moves
+// (gpumodel.Deployment.KVTransferBytes) at the link's bandwidth.
+func (p PDConfig) transferTime(tokens int, d gpumodel.Deployment) time.Duration {
+	secs := float64(d.KVTransferBytes(tokens)) / d.TransferBandwidth(p.BandwidthGbps)
+	return p.BaseLatency + time.Duration(secs*float64(time.Second))
 }
 
 // pdLeg is what a request's kv_transfer_params make of it here.
@@ -189,7 +184,7 @@ func (r *Replica) readDone(w http.ResponseWriter, req *http.Request) {
 // transfer time, in virtual time, and the prefill replica is told so it frees its blocks.
 func (c *core) remoteRead(req *engine.Request, tokens int) {
 	st := req.Tag.(*stream)
-	end := c.k.Now() + sim.Time(c.pd.transferTime(tokens, c.kvBytesPerToken, c.tp))
+	end := c.k.Now() + sim.Time(c.pd.transferTime(tokens, c.dep))
 	c.reads = append(c.reads, end)
 	c.k.Schedule(end, 0, func(sim.Time) {
 		if i := slices.Index(c.reads, end); i >= 0 {

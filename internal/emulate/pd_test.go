@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"kvroute/gpumodel"
 	"kvroute/internal/vllm"
 )
 
@@ -123,19 +124,39 @@ func TestPrefillRoleRejects(t *testing.T) {
 }
 
 func TestTransferTime(t *testing.T) {
+	cat := gpumodel.DefaultCatalog()
+	dep := func(gpu string, tp int) gpumodel.Deployment {
+		g, err := cat.GPU(gpu)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := cat.Model("llama-3.1-8b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := gpumodel.EngineArgs{}.Deployment(g, m, tp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	// Llama-3.1-8B moves 131,072 bytes of KV per token (no sliding window): 1,000 tokens are
+	// 1.048576 Gbit.
 	for _, tc := range []struct {
-		p          PDConfig
-		tokens, tp int
-		bytes      int64
-		want       time.Duration
+		name   string
+		p      PDConfig
+		d      gpumodel.Deployment
+		tokens int
+		want   time.Duration
 	}{
-		{PDConfig{}, 1000, 1, 131072, 2621440 * time.Nanosecond}, // 1.05 Gbit over 400 Gbit/s
-		{PDConfig{}, 1000, 4, 131072, 655360 * time.Nanosecond},  // over four GPUs' links
-		{PDConfig{BandwidthGbps: 100, BaseLatency: time.Millisecond}, 1000, 1, 131072, 11485760 * time.Nanosecond},
-		{PDConfig{BaseLatency: 50 * time.Millisecond}, 0, 1, 131072, 50 * time.Millisecond},
+		{"H100's 400G NIC from the catalog", PDConfig{}, dep("H100", 1), 1000, 2621440 * time.Nanosecond},
+		{"over four GPUs' links", PDConfig{}, dep("H100", 4), 1000, 655360 * time.Nanosecond},
+		{"L4's 100G NIC from the catalog", PDConfig{}, dep("L4", 1), 1000, 10485760 * time.Nanosecond},
+		{"configured link and base latency", PDConfig{BandwidthGbps: 100, BaseLatency: time.Millisecond}, dep("H100", 1), 1000, 11485760 * time.Nanosecond},
+		{"nothing to read", PDConfig{BaseLatency: 50 * time.Millisecond}, dep("H100", 1), 0, 50 * time.Millisecond},
 	} {
-		if got := tc.p.transferTime(tc.tokens, tc.bytes, tc.tp); got != tc.want {
-			t.Errorf("%+v: transferTime(%d, %d, %d) = %v, want %v", tc.p, tc.tokens, tc.bytes, tc.tp, got, tc.want)
+		if got := tc.p.transferTime(tc.tokens, tc.d); got != tc.want {
+			t.Errorf("%s: transferTime(%d) = %v, want %v", tc.name, tc.tokens, got, tc.want)
 		}
 	}
 }

@@ -32,9 +32,10 @@ const (
 
 // KVTransfer prices the KV transfers of a split fleet.
 type KVTransfer struct {
-	// NICBandwidth is each GPU's NIC in bytes/s per direction; a replica of TP GPUs has TP
-	// of them, which its transfers use together (each TP rank moves its shard of the heads).
-	NICBandwidth float64
+	// Gbps is each GPU's NIC in Gbit/s per direction; a replica of TP GPUs has TP of them,
+	// which its transfers use together (gpumodel.Deployment.TransferBandwidth). 0: each
+	// replica's GPU's NIC from the catalog.
+	Gbps float64
 	// BaseLatency is the fixed cost of one transfer, before its bytes move.
 	BaseLatency time.Duration
 }
@@ -57,9 +58,9 @@ func (c Config) validatePD() error {
 	if n[RolePrefill] == 0 || n[RoleDecode] == 0 || n[RolePrefill]+n[RoleDecode] != len(c.Roles) {
 		errs = append(errs, errors.New("cluster: a split fleet needs prefill and decode replicas, and no other role"))
 	}
-	if !(c.KVTransfer.NICBandwidth > 0) || c.KVTransfer.BaseLatency < 0 {
-		errs = append(errs, fmt.Errorf("cluster: kv transfer bandwidth %v bytes/s, base latency %v: want > 0 and >= 0",
-			c.KVTransfer.NICBandwidth, c.KVTransfer.BaseLatency))
+	if !(c.KVTransfer.Gbps >= 0) || c.KVTransfer.BaseLatency < 0 {
+		errs = append(errs, fmt.Errorf("cluster: kv transfer bandwidth %v Gbit/s, base latency %v: want >= 0",
+			c.KVTransfer.Gbps, c.KVTransfer.BaseLatency))
 	}
 	return errors.Join(errs...)
 }
@@ -84,7 +85,7 @@ type pdSim struct {
 	pools [2][]int // the replicas of the prefill pool and of the decode pool, in order
 	fails []int    // per replica: how often it failed
 	links *links
-	bytes []int64 // per replica: KV bytes one prompt token moves (transferBytes)
+	deps  []gpumodel.Deployment // per replica: what prices the bytes a read into it moves
 	// scrape functions of each pool's lifecycle, bound once
 	scrapeFns [2]func([]router.EndpointState)
 }
@@ -115,8 +116,8 @@ func NewPD(cfg Config, policies []router.PDPolicy, stream *workloads.Stream, sin
 			p = 1
 		}
 		s.pd.pools[p] = append(s.pd.pools[p], i)
-		nic[i] = cfg.KVTransfer.NICBandwidth * float64(max(rc.Deployment.TP, 1))
-		s.pd.bytes = append(s.pd.bytes, transferBytesPerToken(rc.Deployment))
+		nic[i] = rc.Deployment.TransferBandwidth(cfg.KVTransfer.Gbps)
+		s.pd.deps = append(s.pd.deps, rc.Deployment)
 	}
 	s.pd.links = newLinks(s.k, nic)
 	for p := range s.pd.pools {
@@ -141,14 +142,6 @@ func pick(eps []router.EndpointState, idx []int) []router.EndpointState {
 		out[j] = eps[i]
 	}
 	return out
-}
-
-// transferBytesPerToken is the KV one prompt token moves between replicas of deployment d:
-// every layer's keys and values of every KV head, once (2 × layers × KV heads × head dim ×
-// KV dtype bytes), whatever the TP of either end; KV heads replicated over TP ranks are
-// read once.
-func transferBytesPerToken(d gpumodel.Deployment) int64 {
-	return d.KVBytesPerTokenPerGPU() / int64(d.KVHeadsPerGPU()) * int64(d.Model.KVHeads)
 }
 
 // roleOf returns replica i's pool index: 0 prefill, 1 decode.
@@ -259,7 +252,7 @@ func (s *Sim) remoteRead(to int, req *engine.Request, tokens int) {
 	p, now := f.pd, s.k.Now()
 	p.start = now
 	from, leg, gen := p.prefill, p.leg, p.gen
-	bytes := int64(tokens) * s.pd.bytes[to]
+	bytes := s.pd.deps[to].KVTransferBytes(tokens)
 	end := func(now sim.Time) {
 		ok := s.pd.fails[from] == p.fails // the prefill replica kept the blocks
 		s.reps[from].ReleaseHeld(leg)

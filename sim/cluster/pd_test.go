@@ -21,7 +21,7 @@ import (
 func pdFleet(prefill, decode int, gbps float64, kv engine.KVTransferConfig) Config {
 	reps := fleet(prefill+decode, 5000)
 	cfg := Config{Replicas: reps, Model: model, MaxRetries: DefaultMaxRetries,
-		KVTransfer: KVTransfer{NICBandwidth: gbps * 1e9 / 8, BaseLatency: 2 * time.Millisecond}}
+		KVTransfer: KVTransfer{Gbps: gbps, BaseLatency: 2 * time.Millisecond}}
 	for i := range reps {
 		reps[i].KVTransfer = kv
 		role := RolePrefill
@@ -99,8 +99,8 @@ func priced(t *testing.T, cfg Config, tokens int) (xfer, prefill, first time.Dur
 	var pre, dec gpumodel.Step
 	pre.AddPrefill(tokens, 0)
 	dec.AddPrefill(1, tokens-1)
-	bytes := float64(int64(tokens) * transferBytesPerToken(d))
-	xfer = cfg.KVTransfer.BaseLatency + time.Duration(math.Ceil(bytes/cfg.KVTransfer.NICBandwidth*1e9))
+	bytes := float64(d.KVTransferBytes(tokens))
+	xfer = cfg.KVTransfer.BaseLatency + time.Duration(math.Ceil(bytes/d.TransferBandwidth(cfg.KVTransfer.Gbps)*1e9))
 	return xfer, p.StepTime(pre), p.StepTime(dec)
 }
 
