@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"time"
 
 	"gonum.org/v1/gonum/optimize"
 
@@ -26,6 +27,10 @@ type FitConfig struct {
 	HoldoutEvery int
 	// MaxEvaluations bounds the simulations of the search, at least 1 (default 150).
 	MaxEvaluations int
+	// FixNetworkDelay keeps Base.NetworkDelay instead of fitting it. Measured latencies are
+	// the client's, so they hold an HTTP hop the engine does not see; fitting it as the
+	// simulator's one-way network delay keeps that hop out of the efficiencies.
+	FixNetworkDelay bool
 }
 
 // Validate reports every problem with c, joined.
@@ -57,9 +62,9 @@ type Comparison struct {
 
 // FitResult is a calibration's outcome.
 type FitResult struct {
-	// Before and After are the GPU efficiencies the search started from and ended at.
-	Before, After gpumodel.Efficiency
-	// Fitted names the efficiencies the search moved (Link only with TP > 1).
+	// Before and After are the parameters the search started from and ended at.
+	Before, After Params
+	// Fitted names the parameters the search moved (link only with TP > 1).
 	Fitted []string
 	// Evaluations is the number of simulations the search ran; Loss the fit's final error
 	// (mean squared log ratio of simulated to measured, over the fitted metrics).
@@ -74,20 +79,48 @@ type FitResult struct {
 // its FLOP and HBM floors (gpumodel.Pricer.FLOPFloor, MemoryFloor).
 const minEfficiency = 0.01
 
-// param is one fitted efficiency.
-type param struct {
-	name string
-	ptr  func(*gpumodel.Efficiency) *float64
+// Params are what a calibration fits: the GPU's efficiencies and the client↔replica delay.
+type Params struct {
+	// Efficiency is the GPU's, each in (0, 1].
+	Efficiency gpumodel.Efficiency
+	// NetworkDelay is the one-way client↔replica delay (a sweep's router.network_delay).
+	NetworkDelay time.Duration
 }
 
-func params(tp int) []param {
+// param is one fitted parameter: its name, and how a search coordinate maps to it.
+type param struct {
+	name string
+	get  func(Params) float64
+	set  func(*Params, float64)
+	to   func(x float64) float64 // coordinate → value
+	from func(v float64) float64 // value → coordinate
+}
+
+func effParam(name string, f func(*gpumodel.Efficiency) *float64) param {
+	return param{name: name, to: toEff, from: fromEff,
+		get: func(p Params) float64 { return *f(&p.Efficiency) },
+		set: func(p *Params, v float64) { *f(&p.Efficiency) = v }}
+}
+
+// delayParam maps a coordinate to a delay of e^x µs: positive, and as fine near 0 as above.
+var delayParam = param{name: "network_delay_ms",
+	get:  func(p Params) float64 { return float64(p.NetworkDelay) / 1e6 },
+	set:  func(p *Params, v float64) { p.NetworkDelay = time.Duration(math.Round(v * 1e6)) },
+	to:   func(x float64) float64 { return math.Exp(min(x, 30)) / 1e3 },
+	from: func(v float64) float64 { return math.Log(max(v, 1e-3) * 1e3) },
+}
+
+func params(tp int, delay bool) []param {
 	ps := []param{
-		{"prefill_mfu", func(e *gpumodel.Efficiency) *float64 { return &e.PrefillMFU }},
-		{"decode_mfu", func(e *gpumodel.Efficiency) *float64 { return &e.DecodeMFU }},
-		{"memory", func(e *gpumodel.Efficiency) *float64 { return &e.Memory }},
+		effParam("prefill_mfu", func(e *gpumodel.Efficiency) *float64 { return &e.PrefillMFU }),
+		effParam("decode_mfu", func(e *gpumodel.Efficiency) *float64 { return &e.DecodeMFU }),
+		effParam("memory", func(e *gpumodel.Efficiency) *float64 { return &e.Memory }),
 	}
 	if tp > 1 {
-		ps = append(ps, param{"link", func(e *gpumodel.Efficiency) *float64 { return &e.Link }})
+		ps = append(ps, effParam("link", func(e *gpumodel.Efficiency) *float64 { return &e.Link }))
+	}
+	if delay {
+		ps = append(ps, delayParam)
 	}
 	return ps
 }
@@ -103,7 +136,7 @@ func fromEff(e float64) float64 {
 }
 
 // Fit searches the base replica's GPU efficiencies (gonum's Nelder–Mead in a logistic
-// transform that keeps each in (0.01, 1)) for the simulation that best reproduces the fit
+// transform that keeps each in (0.01, 1)) and network delay (>= 0) for the simulation that best reproduces the fit
 // requests' TTFT (mean, median) and TPOT (mean, median) and E2E mean, each evaluation a replay
 // of every Fit measurement. It then replays the held-out requests before and after.
 func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
@@ -112,12 +145,12 @@ func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	}
 	c.HoldoutEvery = cmpOr(c.HoldoutEvery, 5)
 	c.MaxEvaluations = cmpOr(c.MaxEvaluations, 150)
-	ps := params(c.Base.Deployment.TP)
-	start := c.Base.Deployment.GPU.Efficiency
+	ps := params(c.Base.Deployment.TP, !c.FixNetworkDelay)
+	start := Params{Efficiency: c.Base.Deployment.GPU.Efficiency, NetworkDelay: c.Base.NetworkDelay}
 	ev := evaluator{cfg: c, ctx: ctx, params: ps}
 	x0 := make([]float64, len(ps))
 	for i, p := range ps {
-		x0[i] = fromEff(*p.ptr(&start))
+		x0[i] = p.from(p.get(start))
 	}
 	res, err := optimize.Minimize(optimize.Problem{Func: ev.loss}, x0,
 		&optimize.Settings{FuncEvaluations: c.MaxEvaluations, Concurrent: 1,
@@ -129,7 +162,7 @@ func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	if err != nil && res == nil {
 		return FitResult{}, fmt.Errorf("calibrate: fit: %w", err)
 	}
-	out := FitResult{Before: start, After: ev.efficiency(res.X), Evaluations: ev.n, Loss: res.F}
+	out := FitResult{Before: start, After: ev.point(res.X), Evaluations: ev.n, Loss: res.F}
 	for _, p := range ps {
 		out.Fitted = append(out.Fitted, p.name)
 	}
@@ -155,18 +188,18 @@ type evaluator struct {
 	err    error // the first simulation error; the search sees +Inf
 }
 
-// efficiency returns the base efficiencies with the search coordinates x applied.
-func (ev *evaluator) efficiency(x []float64) gpumodel.Efficiency {
-	e := ev.cfg.Base.Deployment.GPU.Efficiency
-	for i, p := range ev.params {
-		*p.ptr(&e) = toEff(x[i])
+// point returns the base parameters with the search coordinates x applied.
+func (ev *evaluator) point(x []float64) Params {
+	p := Params{Efficiency: ev.cfg.Base.Deployment.GPU.Efficiency, NetworkDelay: ev.cfg.Base.NetworkDelay}
+	for i, q := range ev.params {
+		q.set(&p, q.to(x[i]))
 	}
-	return e
+	return p
 }
 
-func (ev *evaluator) replica(e gpumodel.Efficiency) Replica {
+func (ev *evaluator) replica(p Params) Replica {
 	r := ev.cfg.Base
-	r.Deployment.GPU.Efficiency = e
+	r.Deployment.GPU.Efficiency, r.NetworkDelay = p.Efficiency, p.NetworkDelay
 	return r
 }
 
@@ -176,7 +209,7 @@ func (ev *evaluator) loss(x []float64) float64 {
 		return math.Inf(1)
 	}
 	ev.n++
-	sets, err := ev.run(ev.replica(ev.efficiency(x)), false)
+	sets, err := ev.run(ev.replica(ev.point(x)), false)
 	if err != nil {
 		ev.err = err
 		return math.Inf(1)

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"kvroute/gpumodel"
 )
@@ -57,6 +58,7 @@ func perturbed(rep Replica, prefill, decode, memory float64) Replica {
 func TestFitRecoversPerturbedReplica(t *testing.T) {
 	base := testReplica(t)
 	truth := perturbed(base, 0.7, 0.75, 0.65)
+	truth.NetworkDelay = 2 * time.Millisecond
 	fit := measure(t, truth, syntheticRun("fit", 120, 6, 1500, 120, 1))
 	hold := measure(t, truth, syntheticRun("held-out", 80, 9, 800, 200, 2))
 	r, err := Fit(context.Background(), FitConfig{Base: base, Fit: []Measurement{fit}, Holdout: []Measurement{hold}})
@@ -78,7 +80,7 @@ func TestFitRecoversPerturbedReplica(t *testing.T) {
 			t.Errorf("%s: before the fit already within %.1f%%: the test does not test the fit", c.name, 100*eb)
 		}
 	}
-	for _, v := range []float64{r.After.PrefillMFU, r.After.DecodeMFU, r.After.Memory} {
+	for _, v := range []float64{r.After.Efficiency.PrefillMFU, r.After.Efficiency.DecodeMFU, r.After.Efficiency.Memory} {
 		if !(v > 0 && v <= 1) {
 			t.Errorf("fitted efficiency %v outside (0, 1]", v)
 		}

@@ -24,6 +24,9 @@ type Replica struct {
 	Model string
 	// Release is the vLLM release the engine follows (engine.ParseRelease; zero: the newest).
 	Release engine.Release
+	// NetworkDelay is the one-way client↔replica delay, added to delivery, first token and
+	// completion (sim/cluster's NetworkDelay).
+	NetworkDelay time.Duration
 }
 
 // Simulated is the replay of one measurement: its requests in the measurement's order, and the
@@ -77,7 +80,7 @@ func Replay(ctx context.Context, rep Replica, m Measurement) (Simulated, error) 
 			out.ITLs = append(out.ITLs, d)
 		}
 	}
-	s, err := cluster.New(cluster.Config{Replicas: []engine.Config{{Deployment: rep.Deployment, Release: rep.Release}}, Model: rep.Model},
+	s, err := cluster.New(cluster.Config{Replicas: []engine.Config{{Deployment: rep.Deployment, Release: rep.Release}}, Model: rep.Model, NetworkDelay: rep.NetworkDelay},
 		p, stream, cluster.Sink{Record: record, ITL: itl})
 	if err != nil {
 		return Simulated{}, fmt.Errorf("calibrate: %w", err)

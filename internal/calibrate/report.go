@@ -83,10 +83,9 @@ func WriteReport(w io.Writer, info ReportInfo, r FitResult) error {
 	}
 	fmt.Fprintf(&b, "Catalog: `%s`, GPU `%s`. Search: Nelder–Mead, %d simulations, final loss %.3g.\n\n",
 		info.Catalog, info.CatalogGPU, r.Evaluations, r.Loss)
-	b.WriteString("| efficiency | before | after |\n|---|---:|---:|\n")
-	for _, p := range params(max(info.TP, 1)) {
-		before, after := r.Before, r.After
-		fmt.Fprintf(&b, "| %s | %.4f | %.4f |\n", p.name, *p.ptr(&before), *p.ptr(&after))
+	b.WriteString("| parameter | before | after |\n|---|---:|---:|\n")
+	for _, p := range params(max(info.TP, 1), true) {
+		fmt.Fprintf(&b, "| %s | %.4f | %.4f |\n", p.name, p.get(r.Before), p.get(r.After))
 	}
 	for _, s := range r.Sets {
 		fmt.Fprintf(&b, "\n## %s requests (%d)\n\n", s.Set, s.Measured.Requests)

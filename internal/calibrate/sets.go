@@ -1,10 +1,6 @@
 package calibrate
 
-import (
-	"time"
-
-	"kvroute/gpumodel"
-)
+import "time"
 
 // setData is one set's measured and simulated requests.
 type setData struct {
@@ -48,7 +44,7 @@ func (ev *evaluator) run(rep Replica, holdout bool) ([]setData, error) {
 }
 
 // compare replays everything with the efficiencies before and after the fit.
-func (ev *evaluator) compare(before, after gpumodel.Efficiency) ([]Comparison, error) {
+func (ev *evaluator) compare(before, after Params) ([]Comparison, error) {
 	b, err := ev.run(ev.replica(before), true)
 	if err != nil {
 		return nil, err
