@@ -47,8 +47,8 @@ func calibrateFlags(stderr io.Writer) (*flag.FlagSet, *calOptions) {
 	o := &calOptions{}
 	fs := flag.NewFlagSet("simulate calibrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.inputs, "calibrate", "", "comma-separated measurements to fit: `vllm bench serve --save-result --save-detailed` JSON files, or cmd/loadgen results directories (summary.json + requests.csv); more may follow as arguments")
-	fs.StringVar(&o.holdout, "holdout", "", "comma-separated measurements (same formats) kept out of the fit to check it; empty holds out 1 request in -holdout-every of each input")
+	fs.StringVar(&o.inputs, "calibrate", "", "comma-separated `PATHS`: measurements to fit: vllm bench serve --save-result --save-detailed JSON files, or cmd/loadgen results directories (summary.json + requests.csv); more may follow as arguments")
+	fs.StringVar(&o.holdout, "holdout", "", "comma-separated `PATHS`: measurements (same formats) kept out of the fit to check it; empty holds out 1 request in -holdout-every of each input")
 	fs.IntVar(&o.every, "holdout-every", 5, "without -holdout, every N-th request of each input is held out (N >= 2)")
 	fs.StringVar(&o.base, "base", "", "GPU[/MODEL]: the catalog GPU to start from (required) and the model (default: the input's model_id)")
 	fs.IntVar(&o.tp, "tp", 1, "tensor-parallel size of the measured replica")
@@ -58,7 +58,7 @@ func calibrateFlags(stderr io.Writer) (*flag.FlagSet, *calOptions) {
 	fs.StringVar(&o.name, "name", "", "name of the fitted GPU in the written catalog (default GPU-calibrated)")
 	fs.IntVar(&o.evals, "evals", 150, "most simulations the search runs")
 	fs.BoolVar(&o.fitDelay, "fit-network-delay", true, "also fit the one-way client-to-replica delay (the HTTP hop in client-measured latencies), written as router.network_delay")
-	fs.StringVar(&o.out, "out", filepath.Join("out", "calibrate"), "directory for catalog.json and report.md")
+	fs.StringVar(&o.out, "out", filepath.Join("out", "calibrate"), "directory for catalog.json, fleet.yaml and report.md")
 	return fs, o
 }
 
