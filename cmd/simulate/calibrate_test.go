@@ -212,3 +212,32 @@ func writeFile(t *testing.T, path string, b []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestCalibrateExample runs examples/calibrate/README.md's command (with a short search) and
+// checks that the example parses whole and that the command writes a catalog the sweep loader
+// reads, fleet.yaml and report.md.
+func TestCalibrateExample(t *testing.T) {
+	out := t.TempDir()
+	bench := filepath.Join("..", "..", "examples", "calibrate", "bench.json")
+	var stdout, stderr bytes.Buffer
+	args := []string{"-calibrate", bench, "-base", "H100-SXM-80GB/llama-3.1-8b", "-out", out, "-evals", "40"}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr.String())
+	}
+	cat, err := sweep.LoadCatalog(filepath.Join(out, "catalog.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cat.GPU("H100-SXM-80GB-calibrated"); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"report.md", "fleet.yaml"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	ms, err := readMeasurements([]string{bench})
+	if err != nil || len(ms) != 1 || len(ms[0].Requests) != 60 || len(ms[0].ITLs) == 0 {
+		t.Fatalf("example holds %d measurements (%v), want one of 60 requests with token gaps", len(ms), err)
+	}
+}
