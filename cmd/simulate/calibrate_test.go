@@ -107,9 +107,9 @@ func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time emulator runs; skipped with -short")
 	}
-	size := calSize{fitN: 80, holdN: 60, fitRate: 5, holdRate: 6}
+	size := calSize{fitN: 80, holdN: 60, fitRate: 4, holdRate: 4}
 	if *calibrationFull {
-		size = calSize{fitN: 600, holdN: 400, fitRate: 5, holdRate: 6}
+		size = calSize{fitN: 600, holdN: 400, fitRate: 4, holdRate: 4}
 	}
 	d := unknownFleet(t)
 	dir := t.TempDir()
@@ -118,8 +118,8 @@ func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 	var wg sync.WaitGroup // two replicas, measured at once: the wall time of the longer run
 	var fitJSON, holdJSON []byte
 	var fitErr, holdErr error
-	wg.Go(func() { fitJSON, fitErr = measureEmulator(d, calWorkload(size.fitN, size.fitRate, 1000, 120), 1) })
-	wg.Go(func() { holdJSON, holdErr = measureEmulator(d, calWorkload(size.holdN, size.holdRate, 500, 200), 2) })
+	wg.Go(func() { fitJSON, fitErr = measureEmulator(d, calWorkload(size.fitN, size.fitRate, 2000, 60), 1) })
+	wg.Go(func() { holdJSON, holdErr = measureEmulator(d, calWorkload(size.holdN, size.holdRate, 1000, 100), 2) })
 	wg.Wait()
 	if err := errors.Join(fitErr, holdErr); err != nil {
 		t.Fatal(err)

@@ -102,12 +102,14 @@ func effParam(name string, f func(*gpumodel.Efficiency) *float64) param {
 		set: func(p *Params, v float64) { *f(&p.Efficiency) = v }}
 }
 
-// delayParam maps a coordinate to a delay of e^x µs: positive, and as fine near 0 as above.
+// delayParam maps a coordinate to a delay of softplus(x) = ln(1 + e^x) ms: positive, about
+// linear above 1 ms. The search starts at 0.5 ms at least, where the losses of neighbouring
+// delays differ: from 0 it would see no slope.
 var delayParam = param{name: "network_delay_ms",
 	get:  func(p Params) float64 { return float64(p.NetworkDelay) / 1e6 },
 	set:  func(p *Params, v float64) { p.NetworkDelay = time.Duration(math.Round(v * 1e6)) },
-	to:   func(x float64) float64 { return math.Exp(min(x, 30)) / 1e3 },
-	from: func(v float64) float64 { return math.Log(max(v, 1e-3) * 1e3) },
+	to:   func(x float64) float64 { return math.Log1p(math.Exp(min(x, 700))) },
+	from: func(v float64) float64 { return math.Log(math.Expm1(min(max(v, 0.5), 700))) },
 }
 
 func params(tp int, delay bool) []param {
