@@ -45,9 +45,9 @@ var allowed = map[string][]string{
 	"internal/strictyaml": {"go.yaml.in/yaml/v3"},                                    // the one strict decoder of YAML config files
 	"internal/benchtest":  {"kvroute/router/routertest", "kvroute/internal/nettest"}, // the proxy benchmarks' harness
 	"internal/e2e":        {},
-	"internal/nettest":    {}, // loopback helpers for tests over real sockets
-	"internal/docref":     {}, // the generated reference of flags and config keys (docs/reference)
-	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
+	"internal/nettest":    {},                                                                                                                               // loopback helpers for tests over real sockets
+	"internal/docref":     {},                                                                                                                               // the generated reference of flags and config keys (docs/reference)
+	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "gonum.org/v1/gonum/optimize"}, // published points simulated; fits (gonum/optimize)
 	// sweep: the sweep files (parse, points, the policy-spec and fleet decoders cmd/route and
 	// cmd/emulate share, which resolve fleets into engine configurations) and their runs.
 	"sweep": {"kvroute/workloads", "kvroute/results", "kvroute/sim/...", "kvroute/gpumodel", "kvroute/router", "kvroute/router/tokenize", "go.yaml.in/yaml/v3", "kvroute/internal/strictyaml"},
