@@ -132,3 +132,23 @@ func TestWriteCatalogLoads(t *testing.T) {
 		t.Errorf("catalog entry did not start from its base")
 	}
 }
+
+// TestFitDeterministic runs one calibration twice: the same inputs give the same report,
+// byte for byte.
+func TestFitDeterministic(t *testing.T) {
+	base := testReplica(t)
+	m := measure(t, perturbed(base, 0.8, 0.9, 0.7), syntheticRun("run", 30, 5, 600, 40, 4))
+	var out [2]bytes.Buffer
+	for i := range out {
+		r, err := Fit(context.Background(), FitConfig{Base: base, Fit: []Measurement{m}, MaxEvaluations: 12})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteReport(&out[i], ReportInfo{GPU: "H100-SXM-80GB", Model: "llama-3.1-8b", HoldoutEvery: 5}, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out[0].String() != out[1].String() {
+		t.Errorf("two runs differ:\n%s\n---\n%s", out[0].String(), out[1].String())
+	}
+}
