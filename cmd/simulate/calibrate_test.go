@@ -102,14 +102,22 @@ func measureEmulator(d gpumodel.Deployment, w workloads.Config, seed uint64) ([]
 // TestCalibrateRecoversEmulatedFleet is issue 38's honest test: the emulator, serving an H100
 // whose efficiencies are 25–35% off the catalog's, stands in for an unknown fleet; loadgen
 // measures it over real HTTP; `simulate -calibrate` fits the catalog's H100 to one workload
-// and must reproduce a second, held-out workload's TTFT and TPOT within 5%.
+// and must reproduce a second, held-out workload's mean TTFT and TPOT within 5%.
+//
+// Under -race the instrumented emulator and client add delays of their own that no GPU
+// parameter describes (held-out TTFT 10–12% off after the fit, on a loaded 2-core host), so
+// the race build runs a smaller search and asserts only that the fit at least halves the
+// held-out errors; the 5% bound is checked without -race.
 func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time emulator runs; skipped with -short")
 	}
-	size := calSize{fitN: 80, holdN: 60, fitRate: 4, holdRate: 4}
-	if *calibrationFull {
+	size, evals := calSize{fitN: 80, holdN: 60, fitRate: 4, holdRate: 4}, "150"
+	switch {
+	case *calibrationFull:
 		size = calSize{fitN: 600, holdN: 400, fitRate: 4, holdRate: 4}
+	case raceEnabled:
+		size, evals = calSize{fitN: 60, holdN: 40, fitRate: 4, holdRate: 4}, "60"
 	}
 	d := unknownFleet(t)
 	dir := t.TempDir()
@@ -129,7 +137,7 @@ func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 	measured := time.Since(start)
 	out := filepath.Join(dir, "out")
 	var stdout, stderr bytes.Buffer
-	args := []string{"-calibrate", fitFile, "-holdout", holdFile, "-base", "H100-SXM-80GB/llama-3.1-8b", "-out", out}
+	args := []string{"-calibrate", fitFile, "-holdout", holdFile, "-base", "H100-SXM-80GB/llama-3.1-8b", "-out", out, "-evals", evals}
 	if code := run(args, &stdout, &stderr); code != 0 {
 		t.Fatalf("simulate %v: exit %d\n%s", args, code, stderr.String())
 	}
@@ -138,7 +146,8 @@ func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 }
 
 // checkHeldOut replays the held-out measurement on the GPU of the written catalog and checks
-// mean TTFT and TPOT within 5% of what the emulator measured.
+// mean TTFT and TPOT within 5% of what the emulator measured (under -race: at most half the
+// catalog H100's error).
 func checkHeldOut(t *testing.T, out, holdFile string) {
 	t.Helper()
 	cat, err := sweep.LoadCatalog(filepath.Join(out, "catalog.json"))
@@ -171,17 +180,35 @@ func checkHeldOut(t *testing.T, out, holdFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	meas, got := calibrate.StatsOf(ms[0].Requests, nil), calibrate.StatsOf(sim.Requests, nil)
+	base, err := calibrate.Replay(context.Background(), calibrate.Replica{Deployment: gpumodel.DefaultDeployment(g0(t), m, 1), Model: m.Name}, ms[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	meas, got, before := calibrate.StatsOf(ms[0].Requests, nil), calibrate.StatsOf(sim.Requests, nil), calibrate.StatsOf(base.Requests, nil)
 	for _, c := range []struct {
-		name      string
-		want, got float64
+		name              string
+		want, got, before float64
 	}{
-		{"TTFT mean", meas.TTFTMean, got.TTFTMean}, {"TPOT mean", meas.TPOTMean, got.TPOTMean},
+		{"TTFT mean", meas.TTFTMean, got.TTFTMean, before.TTFTMean}, {"TPOT mean", meas.TPOTMean, got.TPOTMean, before.TPOTMean},
 	} {
-		if e := calibrate.RelativeError(c.got, c.want); math.Abs(e) > 0.05 {
+		e, eb := calibrate.RelativeError(c.got, c.want), calibrate.RelativeError(c.before, c.want)
+		switch {
+		case raceEnabled && math.Abs(e) > math.Abs(eb)/2:
+			t.Errorf("held-out %s: %+.1f%% after the fit, %+.1f%% before: want at most half", c.name, 100*e, 100*eb)
+		case !raceEnabled && math.Abs(e) > 0.05:
 			t.Errorf("held-out %s: simulated %.2f ms, measured %.2f ms: %+.1f%%, want within 5%%", c.name, c.got, c.want, 100*e)
 		}
 	}
+}
+
+// g0 is the catalog's H100, the GPU the fit starts from.
+func g0(t *testing.T) gpumodel.GPU {
+	t.Helper()
+	g, err := gpumodel.LookupGPU("H100-SXM-80GB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
 }
 
 func TestCalibrateArguments(t *testing.T) {
