@@ -137,10 +137,11 @@ func fromEff(e float64) float64 {
 	return math.Log(u / (1 - u))
 }
 
-// Fit searches the base replica's GPU efficiencies (gonum's Nelder–Mead in a logistic
-// transform that keeps each in (0.01, 1)) and network delay (>= 0) for the simulation that best reproduces the fit
-// requests' TTFT (mean, median) and TPOT (mean, median) and E2E mean, each evaluation a replay
-// of every Fit measurement. It then replays the held-out requests before and after.
+// Fit searches the base replica's GPU efficiencies (each kept in (0.01, 1) by a logistic
+// transform) and network delay (>= 0) with gonum's Nelder–Mead for the simulation that best
+// reproduces the fit requests' TTFT (mean, median), TPOT (mean, median) and E2E mean, each
+// evaluation a replay of every Fit measurement. It then replays the fit and held-out requests
+// with the parameters before and after, for the report.
 func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	if err := c.Validate(); err != nil {
 		return FitResult{}, err
