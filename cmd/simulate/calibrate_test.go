@@ -116,19 +116,18 @@ func measureEmulator(d gpumodel.Deployment, w workloads.Config, seed uint64) (me
 
 // maxHop is the mean client-side TTFT excess over the engine's above which the test does not
 // trust a measurement: the host, not the replica, would be what it measured. The runs that
-// passed on a busy 2-core VM fitted one-way delays of 1.3–2.4 ms (a hop of 3–5 ms); under
-// -race at a load average of 28 the hop reached hundreds of milliseconds.
-const maxHop = 10 * time.Millisecond
+// passed on a busy 2-core VM had hops of 2–3 ms, and 7 ms under -race (held-out errors of
+// 2–3%); under -race at a load average of 28 the hop reached 222 ms.
+const maxHop = 8 * time.Millisecond
 
 // TestCalibrateRecoversEmulatedFleet is issue 38's honest test: the emulator, serving an H100
 // whose efficiencies are 25–35% off the catalog's, stands in for an unknown fleet; loadgen
 // measures it over real HTTP; `simulate -calibrate` fits the catalog's H100 to one workload
 // and must reproduce a second, held-out workload's mean TTFT and TPOT within 5%.
 //
-// Under -race the instrumented emulator and client add delays of their own that no GPU
-// parameter describes (held-out TTFT 10–12% off after the fit, on a loaded 2-core host), so
-// the race build runs a smaller search and asserts only that the fit at least halves the
-// held-out errors; the 5% bound is checked without -race.
+// The race build measures fewer requests and runs a shorter search. A measurement whose
+// clients saw TTFT more than maxHop above the emulator's own is of the host, not the replica:
+// the test skips it.
 func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time emulator runs; skipped with -short")
@@ -171,8 +170,8 @@ func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 }
 
 // checkHeldOut replays the held-out measurement on the GPU of the written catalog and checks
-// mean TTFT and TPOT within 5% of what the emulator measured (under -race: at most half the
-// catalog H100's error).
+// mean TTFT and TPOT within 5% of what the emulator measured, where the catalog's H100 was
+// more than 5% off.
 func checkHeldOut(t *testing.T, out, holdFile string) {
 	t.Helper()
 	cat, err := sweep.LoadCatalog(filepath.Join(out, "catalog.json"))
@@ -217,10 +216,10 @@ func checkHeldOut(t *testing.T, out, holdFile string) {
 		{"TTFT mean", meas.TTFTMean, got.TTFTMean, before.TTFTMean}, {"TPOT mean", meas.TPOTMean, got.TPOTMean, before.TPOTMean},
 	} {
 		e, eb := calibrate.RelativeError(c.got, c.want), calibrate.RelativeError(c.before, c.want)
-		switch {
-		case raceEnabled && math.Abs(e) > math.Abs(eb)/2:
-			t.Errorf("held-out %s: %+.1f%% after the fit, %+.1f%% before: want at most half", c.name, 100*e, 100*eb)
-		case !raceEnabled && math.Abs(e) > 0.05:
+		if math.Abs(eb) <= 0.05 {
+			t.Errorf("held-out %s: the catalog's H100 is already within %+.1f%%: the test does not test the fit", c.name, 100*eb)
+		}
+		if math.Abs(e) > 0.05 {
 			t.Errorf("held-out %s: simulated %.2f ms, measured %.2f ms: %+.1f%%, want within 5%%", c.name, c.got, c.want, 100*e)
 		}
 	}
