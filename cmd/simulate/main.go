@@ -4,6 +4,7 @@
 //	go run ./cmd/simulate                      # the default sweep, report in out/default
 //	go run ./cmd/simulate -config FILE -out DIR
 //	go run ./cmd/simulate -list                # policies, GPUs, models, workload kinds
+//	go run ./cmd/simulate -calibrate FILE -base GPU/MODEL -out DIR # fit the catalog to a measured run
 package main
 
 import (
@@ -96,6 +97,9 @@ func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
 func run(args []string, stdout, stderr io.Writer) int {
 	if isCompare(args) { // simulate -compare SIMDIR,LIVEDIR: see compare.go
 		return runCompare(args, stdout, stderr)
+	}
+	if isCalibrate(args) { // simulate -calibrate FILE|DIR -base GPU: see calibrate.go
+		return runCalibrate(args, stdout, stderr)
 	}
 	o, err := parseFlags(args, stderr)
 	if err != nil {

@@ -28,11 +28,14 @@ func TestReference(t *testing.T) {
 	_, fs := newFlags(io.Discard)
 	fs.Lookup("parallel").DefValue = "GOMAXPROCS" // the machine's, not the page's
 	cfs, _, _ := compareFlags(io.Discard)
+	calfs, _ := calibrateFlags(io.Discard)
 	page := docref.Page{Path: "../../docs/reference/simulate.md", Title: "cmd/simulate reference",
 		Regen: "go test ./cmd/simulate -run TestReference -update", Tables: []docref.Table{
 			{Title: "Flags", Rows: docref.Flags(fs)},
 			{Title: "Comparison flags (`simulate -compare` or `simulate compare`)", Intro: "Scores a simulated " +
 				"run against a live one ([live.md](../live.md)).", Rows: docref.Flags(cfs)},
+			{Title: "Calibration flags (`simulate -calibrate` or `simulate calibrate`)", Intro: "Fits a catalog " +
+				"GPU's efficiencies to measured runs ([calibrate.md](../calibrate.md)).", Rows: docref.Flags(calfs)},
 			{Title: "Sweep file (`-config`)", Intro: "YAML, decoded strictly ([sweeps.md](../sweeps.md)); `cmd/loadgen` " +
 				"reads the same file. Any list of scalars under `fleet`, `workload`, `arrival` or `router` " +
 				"(and `requests`, `duration`, `seed`) is a sweep axis. A sweep file has no defaults of its " +

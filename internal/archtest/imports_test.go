@@ -47,7 +47,8 @@ var allowed = map[string][]string{
 	"internal/e2e":        {},
 	"internal/nettest":    {}, // loopback helpers for tests over real sockets
 	"internal/docref":     {}, // the generated reference of flags and config keys (docs/reference)
-	"internal/calibrate":  {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel"},
+	// internal/calibrate: published points simulated; fits to measured runs (gonum/optimize).
+	"internal/calibrate": {"kvroute/sim/...", "kvroute/router", "kvroute/workloads", "kvroute/results", "kvroute/gpumodel", "gonum.org/v1/gonum/optimize"},
 	// internal/tune: a policy's parameters searched with the sweep runner in the loop,
 	// compared with results/stats; its plot is drawn by results/report, from cmd.
 	"internal/tune": {"kvroute/sweep", "kvroute/router", "kvroute/results", "kvroute/results/stats"},

@@ -3,6 +3,13 @@
 // traffic, and the metrics those benchmarks print (request and output-token throughput,
 // median TPOT). Its tests compare the runs with the published figures listed in
 // gpumodel/testdata/calibration.json (points of kind "workload").
+//
+// It also fits the catalog to a user's own replica: ParseBenchServe and ParseRequestsCSV read
+// measured runs (`vllm bench serve --save-result --save-detailed` JSON, cmd/loadgen's
+// requests.csv), Replay simulates a measurement's requests at their recorded times and
+// lengths, and Fit searches the GPU's efficiencies and the client↔replica delay with gonum's
+// Nelder–Mead for the replay closest to the measured TTFT, TPOT and E2E, checking a held-out
+// part; WriteCatalog and WriteReport write the result (docs/calibrate.md).
 package calibrate
 
 import (
