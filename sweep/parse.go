@@ -42,7 +42,9 @@ type File struct {
 	// Failures takes replicas down and back up during each run (docs/lifecycle.md).
 	Failures []FailureConfig `yaml:"failures,omitempty"`
 	// Policies are the routing policies every point runs, each a name or {name: NAME,
-	// PARAM: VALUE, ...} (docs/policies.md); at least one.
+	// PARAM: VALUE, ...} (docs/policies.md); on a fleet split into prefill and decode pools
+	// also a P/D spec {name: LABEL, decider: SPEC, prefill: SPEC, decode: SPEC} or a shipped
+	// P/D profile's name (llm-d-pd, dynamo-pd, ...; docs/pd.md); at least one.
 	Policies []PolicySpec `yaml:"policies"`
 	// SLO sets latency objectives; when set, the results add goodput.
 	SLO SLOConfig `yaml:"slo,omitempty"`
