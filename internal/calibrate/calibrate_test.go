@@ -38,11 +38,8 @@ type calPoint[S any] struct {
 	Exempt   string  `json:"exempt"`
 }
 
-// point is a workload point; offloadPoint a CPU-tier one.
-type (
-	point        = calPoint[Setup]
-	offloadPoint = calPoint[OffloadSetup]
-)
+// point is a workload point.
+type point = calPoint[Setup]
 
 func loadPoints(t *testing.T) []point { return loadKind[Setup](t, "workload") }
 

@@ -14,9 +14,8 @@ import (
 
 // legLog records what P/D fakes received: each leg's body and X-Request-Id.
 type legLog struct {
-	mu    sync.Mutex
-	legs  []leg
-	extra map[string][]string // other headers of interest, by fake
+	mu   sync.Mutex
+	legs []leg
 }
 
 type leg struct {

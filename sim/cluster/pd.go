@@ -144,14 +144,6 @@ func pick(eps []router.EndpointState, idx []int) []router.EndpointState {
 	return out
 }
 
-// roleOf returns replica i's pool index: 0 prefill, 1 decode.
-func (s *Sim) roleOf(i int) int {
-	if s.cfg.Roles[i] == RolePrefill {
-		return 0
-	}
-	return 1
-}
-
 // dispatchPD routes f through its router's P/D lifecycles: the decode endpoint, then, when
 // the decider says so, the prefill leg on a prefill endpoint.
 func (s *Sim) dispatchPD(f *flight, now sim.Time) {
