@@ -161,6 +161,15 @@ func (r *Replica) startLoad(s *seq, total, hit, tokens, freeHits int) bool {
 	if fit > r.pool.numFree-freeHits {
 		return false
 	}
+	r.claimBlocks(s, total, hit, need)
+	r.off.startLoad(r, s, hit, tokens)
+	return true
+}
+
+// claimBlocks gives s, whose KV arrives from elsewhere (a CPU tier, a prefill replica), the
+// GPU blocks of its prefix hit (r.hits, hit tokens) and need free ones after them, and counts
+// the hit; the caller checked that need blocks are free.
+func (r *Replica) claimBlocks(s *seq, total, hit, need int) {
 	for _, b := range r.hits {
 		r.pool.touch(b)
 	}
@@ -171,8 +180,6 @@ func (r *Replica) startLoad(s *seq, total, hit, tokens, freeHits int) bool {
 	s.computed, s.reg = hit, len(r.hits)
 	s.blocks = r.pool.popRun(s.blocks, need)
 	r.countPrefix(s, total, hit)
-	r.off.startLoad(r, s, hit, tokens)
-	return true
 }
 
 // startLoad pins the offloaded blocks s loads and queues their copy; the request waits for

@@ -136,16 +136,7 @@ func (r *Replica) admitRemote(s *seq) (ok bool) {
 	if need > r.pool.numFree-freeHits {
 		return false
 	}
-	for _, b := range r.hits {
-		r.pool.touch(b)
-	}
-	if c := r.blocksFor(s.promptLen + s.outputLen); cap(s.blocks) < c {
-		s.blocks = make([]int32, 0, c)
-	}
-	s.blocks = append(s.blocks[:0], r.hits...)
-	s.computed, s.reg = hit, len(r.hits)
-	s.blocks = r.pool.popRun(s.blocks, need)
-	r.countPrefix(s, total, hit)
+	r.claimBlocks(s, total, hit, need)
 	r.countExternal(s, total, total-hit)
 	s.load, s.pd = loadInFlight, pdReading
 	if r.hooks.RemoteRead != nil {
