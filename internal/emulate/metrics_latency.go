@@ -5,9 +5,14 @@ import (
 	"kvroute/sim/engine"
 )
 
-// The names, bucket bounds and semantics below follow vLLM V1's PrometheusStatLogger
-// (vllm/v1/metrics/loggers.py at commit 005a810b: the histograms in __init__, their
-// observations in record). Times are seconds on the engine's clock scaled to wall time, as
+// The names, bucket bounds and semantics below follow vLLM V1's PrometheusStatLogger in
+// vllm-project/vllm vllm/v1/metrics/loggers.py at commit 005a810b: iteration tokens
+// :328-337, time per output token :380-389 (that commit exports this name; later releases
+// add vllm:inter_token_latency_seconds with the same buckets, which cmd/loadgen and
+// calibration also read), the request-latency buckets :404-407 shared by e2e :408-414, queue
+// :416-423, inference :425-432, prefill :434-441 and decode :443-450; their observations in
+// record() :503, iteration tokens :542-544, time per output token :553-554, per finished
+// request :556-573. Times are seconds on the engine's clock scaled to wall time, as
 // time_to_first_token_seconds is.
 
 // iterationTokenBuckets are vllm:iteration_tokens_total's bounds, in tokens.
