@@ -106,6 +106,9 @@ func ParseMetricsFile(r io.Reader, name string, runs []string) (map[string]Serve
 		if run.Run == nil || !slices.Contains(runs, *run.Run) {
 			return nil, &BenchFieldError{File: name, Field: field + ".run", Err: errors.New("not a run of summary.json")}
 		}
+		if _, dup := out[*run.Run]; dup {
+			return nil, &BenchFieldError{File: name, Field: field + ".run", Err: fmt.Errorf("run %q listed twice", *run.Run)}
+		}
 		var sum ServerStats
 		seen := false
 		for k, srv := range run.Servers {
@@ -122,7 +125,7 @@ func ParseMetricsFile(r io.Reader, name string, runs []string) (map[string]Serve
 			name string
 			m    Moment
 		}{{histTTFT, sum.TTFT}, {histTPOT, sum.TPOT}, {histE2E, sum.E2E}} {
-			if req.m.Count <= 0 {
+			if req.m.Count <= 0 || math.IsInf(req.m.Sum, 0) {
 				return nil, &BenchFieldError{File: name, Field: field + ": " + req.name, Err: ErrMissingHistogram}
 			}
 		}

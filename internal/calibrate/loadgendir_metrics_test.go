@@ -53,6 +53,7 @@ func TestParseMetricsFileErrors(t *testing.T) {
 		{"bounds not ascending", strings.Replace(good, `"le": "0.3"`, `"le": "+Inf"`, 1), `buckets[1].le`},
 		{"count going down", strings.Replace(good, `{"le": "0.01", "count": 30}`, `{"le": "0.01", "count": 50}`, 1), `buckets[1].count`},
 		{"inf bucket not the count", strings.Replace(good, `"sum": 4.5, "count": 4`, `"sum": 4.5, "count": 5`, 1), `.buckets`},
+		{"run twice", strings.Replace(good, `"run": "b"`, `"run": "a"`, 1), `runs[1].run`},
 		{"negative sum", strings.Replace(good, `"sum": 0.3`, `"sum": -0.3`, 1), `.sum`},
 		{"missing required", strings.NewReplacer(`"vllm:e2e_request_latency_seconds"`, `"vllm:request_queue_time_seconds"`).Replace(good),
 			"vllm:e2e_request_latency_seconds"},
