@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,7 @@ func plan(points []Point, label string) []job {
 
 // runPoints runs the points one after another and returns the runs that produced records; a
 // run cut short by ctx is kept, marked "interrupted" in its scenario.
-func runPoints(ctx context.Context, o options, points []Point, stderr io.Writer, log *slog.Logger) ([]results.Run, error) {
+func runPoints(ctx context.Context, o options, points []Point, stderr io.Writer, log *slog.Logger) (_ []results.Run, err error) {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return nil, err
 	}
@@ -69,10 +70,16 @@ func runPoints(ctx context.Context, o options, points []Point, stderr io.Writer,
 	prog := newProgress(o, stderr, log)
 	defer prog.wait()
 	var runs []results.Run
+	var hists []loadgen.RunHistograms
+	defer func() {
+		if len(o.metricsURLs()) > 0 {
+			err = errors.Join(err, writeMetricsFile(o.out, hists))
+		}
+	}()
 	for _, j := range plan(points, o.label) {
-		run, err := execute(ctx, o, j, rows, prog)
+		run, hist, err := execute(ctx, o, j, rows, prog)
 		if run.Metrics.Requests > 0 {
-			runs = append(runs, run)
+			runs, hists = append(runs, run), append(hists, hist)
 		}
 		if ferr := rows.Flush(); err == nil {
 			err = ferr
@@ -87,16 +94,18 @@ func runPoints(ctx context.Context, o options, points []Point, stderr io.Writer,
 	return runs, f.Close()
 }
 
-// execute runs one job against the target.
-func execute(ctx context.Context, o options, j job, rows *results.RequestsCSV, prog *progress) (results.Run, error) {
+// execute runs one job against the target and returns it with the servers' histogram deltas
+// over its recorded part.
+func execute(ctx context.Context, o options, j job, rows *results.RequestsCSV, prog *progress) (results.Run, loadgen.RunHistograms, error) {
 	p := j.point
+	hist := loadgen.RunHistograms{Run: j.name}
 	model, err := chooseModel(ctx, o, p)
 	if err != nil {
-		return results.Run{}, err
+		return results.Run{}, hist, err
 	}
 	stream, err := buildStream(p)
 	if err != nil {
-		return results.Run{}, err
+		return results.Run{}, hist, err
 	}
 	defer stream.Close()
 	scrape := &http.Client{Timeout: 10 * time.Second}
@@ -136,12 +145,22 @@ func execute(ctx context.Context, o options, j job, rows *results.RequestsCSV, p
 		before = c // the counters as the warm-up ended: the hit rate of the recorded part
 	}
 	run := col.Run()
+	hist.Servers = loadgen.HistogramDeltas(before, after)
 	addLiveScenario(run.Scenario, st, before, after, runErr != nil)
 	prog.done(j, run)
 	if bench != nil && run.Metrics.Requests > 0 {
 		werr = errors.Join(werr, writeBench(benchPath(o.benchJSON, j), bench, st.Elapsed))
 	}
-	return run, errors.Join(runErr, werr)
+	return run, hist, errors.Join(runErr, werr)
+}
+
+// writeMetricsFile writes the runs' histogram deltas to dir's vllm-metrics.json.
+func writeMetricsFile(dir string, runs []loadgen.RunHistograms) error {
+	var b bytes.Buffer
+	if err := loadgen.WriteMetricsFile(&b, runs); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, loadgen.MetricsFile), b.Bytes(), 0o644)
 }
 
 // scrapeAfter reads the counters once the warm-up is over, in the background; the channel

@@ -16,6 +16,7 @@ import (
 
 	"kvroute/gpumodel"
 	"kvroute/internal/calibrate"
+	"kvroute/internal/loadgen"
 	"kvroute/results"
 	"kvroute/sim/engine"
 )
@@ -47,7 +48,7 @@ func calibrateFlags(stderr io.Writer) (*flag.FlagSet, *calOptions) {
 	o := &calOptions{}
 	fs := flag.NewFlagSet("simulate calibrate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.inputs, "calibrate", "", "comma-separated `PATHS`: measurements to fit: vllm bench serve --save-result --save-detailed JSON files, or cmd/loadgen results directories (summary.json + requests.csv); more may follow as arguments")
+	fs.StringVar(&o.inputs, "calibrate", "", "comma-separated `PATHS`: measurements to fit: vllm bench serve --save-result --save-detailed JSON files, or cmd/loadgen results directories (summary.json + requests.csv, and vllm-metrics.json when loadgen scraped vLLM's histograms: then the fit uses the servers' own latencies); more may follow as arguments")
 	fs.StringVar(&o.holdout, "holdout", "", "comma-separated `PATHS`: measurements (same formats) kept out of the fit to check it; empty holds out 1 request in -holdout-every of each input")
 	fs.IntVar(&o.every, "holdout-every", 5, "without -holdout, every N-th request of each input is held out (N >= 2)")
 	fs.StringVar(&o.base, "base", "", "GPU[/MODEL]: the catalog GPU to start from (required) and the model (default: the input's model_id)")
@@ -203,8 +204,8 @@ func readMeasurements(paths []string) ([]calibrate.Measurement, error) {
 	return out, nil
 }
 
-// readLoadgenDir reads a results directory's summary.json (for its run names) and
-// requests.csv.
+// readLoadgenDir reads a results directory's summary.json (for its run names), requests.csv
+// and, when present, vllm-metrics.json (the servers' histograms, attached to their runs).
 func readLoadgenDir(dir string) ([]calibrate.Measurement, error) {
 	runs, err := results.ReadSummary(dir)
 	if err != nil {
@@ -220,7 +221,34 @@ func readLoadgenDir(dir string) ([]calibrate.Measurement, error) {
 		return nil, err
 	}
 	defer f.Close()
-	return calibrate.ParseRequestsCSV(f, path, names)
+	ms, err := calibrate.ParseRequestsCSV(f, path, names)
+	if err != nil {
+		return nil, err
+	}
+	return ms, attachServerStats(filepath.Join(dir, loadgen.MetricsFile), names, path, ms)
+}
+
+// attachServerStats reads the metrics file at path, if there is one, and gives each
+// measurement of requests (read from csvPath) its run's server-side latencies.
+func attachServerStats(path string, runs []string, csvPath string, ms []calibrate.Measurement) error {
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	byRun, err := calibrate.ParseMetricsFile(f, path, runs)
+	if err != nil {
+		return err
+	}
+	for i := range ms {
+		if s, ok := byRun[strings.TrimPrefix(ms[i].Source, csvPath+" run ")]; ok {
+			ms[i].Server = &s
+		}
+	}
+	return nil
 }
 
 // writeCalibration writes catalog.json and report.md to dir.

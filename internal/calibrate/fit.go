@@ -29,8 +29,20 @@ type FitConfig struct {
 	MaxEvaluations int
 	// FixNetworkDelay keeps Base.NetworkDelay instead of fitting it. Measured latencies are
 	// the client's, so they hold an HTTP hop the engine does not see; fitting it as the
-	// simulator's one-way network delay keeps that hop out of the efficiencies.
+	// simulator's one-way network delay keeps that hop out of the efficiencies. When every
+	// Fit measurement has server-side histograms (Measurement.Server) the fit uses those,
+	// which hold no hop, and the delay is kept whatever this says.
 	FixNetworkDelay bool
+}
+
+// ServerSide reports whether c fits server-side latencies: every Fit measurement has them.
+func (c FitConfig) ServerSide() bool {
+	for _, m := range c.Fit {
+		if m.Server == nil {
+			return false
+		}
+	}
+	return len(c.Fit) > 0
 }
 
 // Validate reports every problem with c, joined.
@@ -58,6 +70,15 @@ type Comparison struct {
 	// Set is "fit" or "held-out".
 	Set                     string
 	Measured, Before, After Stats
+	// Server, when every measurement of the set has server-side histograms, compares the
+	// servers' whole-run latencies with the simulation's.
+	Server *ServerComparison
+}
+
+// ServerComparison is one set's server-side latencies: measured by the vLLM servers, and the
+// simulation's counterparts with the base and the fitted parameters.
+type ServerComparison struct {
+	Measured, Before, After ServerStats
 }
 
 // FitResult is a calibration's outcome.
@@ -66,6 +87,9 @@ type FitResult struct {
 	Before, After Params
 	// Fitted names the parameters the search moved (link only with TP > 1).
 	Fitted []string
+	// ServerSide reports that the search fitted the servers' histogram means (TTFT, TPOT,
+	// E2E) instead of the client's request latencies, with the network delay kept.
+	ServerSide bool
 	// Evaluations is the number of simulations the search ran; Loss the fit's final error
 	// (mean squared log ratio of simulated to measured, over the fitted metrics).
 	Evaluations int
@@ -148,9 +172,10 @@ func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	}
 	c.HoldoutEvery = cmpOr(c.HoldoutEvery, 5)
 	c.MaxEvaluations = cmpOr(c.MaxEvaluations, 150)
-	ps := params(c.Base.Deployment.TP, !c.FixNetworkDelay)
+	server := c.ServerSide()
+	ps := params(c.Base.Deployment.TP, !c.FixNetworkDelay && !server)
 	start := Params{Efficiency: c.Base.Deployment.GPU.Efficiency, NetworkDelay: c.Base.NetworkDelay}
-	ev := evaluator{cfg: c, ctx: ctx, params: ps}
+	ev := evaluator{cfg: c, ctx: ctx, params: ps, server: server}
 	x0 := make([]float64, len(ps))
 	for i, p := range ps {
 		x0[i] = p.from(p.get(start))
@@ -165,7 +190,7 @@ func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	if err != nil && res == nil {
 		return FitResult{}, fmt.Errorf("calibrate: fit: %w", err)
 	}
-	out := FitResult{Before: start, After: ev.point(res.X), Evaluations: ev.n, Loss: res.F}
+	out := FitResult{Before: start, After: ev.point(res.X), ServerSide: server, Evaluations: ev.n, Loss: res.F}
 	for _, p := range ps {
 		out.Fitted = append(out.Fitted, p.name)
 	}
@@ -187,6 +212,7 @@ type evaluator struct {
 	cfg    FitConfig
 	ctx    context.Context
 	params []param
+	server bool // fit the server-side histograms' means
 	n      int
 	err    error // the first simulation error; the search sees +Inf
 }
@@ -217,13 +243,28 @@ func (ev *evaluator) loss(x []float64) float64 {
 		ev.err = err
 		return math.Inf(1)
 	}
+	if ev.server {
+		return serverLoss(sets[0].server[0], sets[0].server[1])
+	}
 	return lossOf(sets[0].measured, sets[0].simulated)
+}
+
+// serverLoss is the mean squared log ratio of simulated to measured server-side means: TTFT,
+// TPOT and E2E.
+func serverLoss(meas, sim ServerStats) float64 {
+	return logRatioLoss([][2]float64{{meas.TTFT.MeanMS(), sim.TTFT.MeanMS()},
+		{meas.TPOT.MeanMS(), sim.TPOT.MeanMS()}, {meas.E2E.MeanMS(), sim.E2E.MeanMS()}})
 }
 
 // lossOf is the mean squared log ratio of simulated to measured over the fitted metrics.
 func lossOf(meas, sim Stats) float64 {
-	pairs := [][2]float64{{meas.TTFTMean, sim.TTFTMean}, {meas.TTFTp50, sim.TTFTp50},
-		{meas.TPOTMean, sim.TPOTMean}, {meas.TPOTp50, sim.TPOTp50}, {meas.E2EMean, sim.E2EMean}}
+	return logRatioLoss([][2]float64{{meas.TTFTMean, sim.TTFTMean}, {meas.TTFTp50, sim.TTFTp50},
+		{meas.TPOTMean, sim.TPOTMean}, {meas.TPOTp50, sim.TPOTp50}, {meas.E2EMean, sim.E2EMean}})
+}
+
+// logRatioLoss is the mean squared log ratio over the (measured, simulated) pairs whose
+// measured value is positive; +Inf when none is, or a simulated one is not.
+func logRatioLoss(pairs [][2]float64) float64 {
 	s, n := 0.0, 0
 	for _, p := range pairs {
 		if p[0] <= 0 {

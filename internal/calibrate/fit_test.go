@@ -123,8 +123,8 @@ func TestWriteCatalogLoads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// What the fit does not set (the experts' MFU) stays its base's.
 	base, _ := gpumodel.LookupGPU("H100-SXM-80GB")
+	// The expert-multiply efficiency is not fitted: the entry keeps its base's.
 	want := gpumodel.Efficiency{PrefillMFU: 0.4123, DecodeMFU: 0.3, Memory: 0.6, Link: 0.8, ExpertMFU: base.Efficiency.ExpertMFU}
 	if g.Efficiency != want {
 		t.Errorf("loaded efficiency %+v, want %+v", g.Efficiency, want)

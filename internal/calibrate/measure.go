@@ -40,6 +40,9 @@ type Measurement struct {
 	Requests []Observed
 	// ITLs are the inter-token gaps of every completed request, when the source records them.
 	ITLs []time.Duration
+	// Server, when the source has them (a loadgen directory's vllm-metrics.json), are the
+	// run's latencies as its vLLM servers measured them, over every request of the run.
+	Server *ServerStats
 }
 
 // Validate checks that m has requests, in arrival order, with positive lengths and latencies.

@@ -81,8 +81,13 @@ func WriteReport(w io.Writer, info ReportInfo, r FitResult) error {
 	} else {
 		fmt.Fprintf(&b, "Held out: 1 request in %d of each input (replayed with the rest, not fitted).  \n", info.HoldoutEvery)
 	}
-	fmt.Fprintf(&b, "Catalog: `%s`, GPU `%s`. Search: Nelder–Mead, %d simulations, final loss %.3g.\n\n",
+	fmt.Fprintf(&b, "Catalog: `%s`, GPU `%s`. Search: Nelder–Mead, %d simulations, final loss %.3g.  \n",
 		info.Catalog, info.CatalogGPU, r.Evaluations, r.Loss)
+	if r.ServerSide {
+		b.WriteString("Objective: the servers' own means (vLLM histograms: TTFT, TPOT, E2E); network delay kept, not fitted.\n\n")
+	} else {
+		b.WriteString("Objective: the client's request latencies (TTFT and TPOT mean and p50, E2E mean).\n\n")
+	}
 	b.WriteString("| parameter | before | after |\n|---|---:|---:|\n")
 	for _, p := range params(max(info.TP, 1), true) {
 		fmt.Fprintf(&b, "| %s | %.4f | %.4f |\n", p.name, p.get(r.Before), p.get(r.After))
@@ -98,6 +103,9 @@ func WriteReport(w io.Writer, info ReportInfo, r FitResult) error {
 			bv, av := row.get(s.Before), row.get(s.After)
 			fmt.Fprintf(&b, "| %s | %.2f | %.2f | %s | %.2f | %s |\n", row.label, m, bv, relErr(bv, m), av, relErr(av, m))
 		}
+		if s.Server != nil {
+			writeServerRows(&b, *s.Server)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -108,4 +116,38 @@ func RelativeError(sim, measured float64) float64 { return (sim - measured) / me
 
 func relErr(sim, measured float64) string {
 	return fmt.Sprintf("%+.1f%%", 100*RelativeError(sim, measured))
+}
+
+// serverRows are the server-side report rows: a label, how to read the mean, and whether the
+// simulator has a counterpart.
+var serverRows = []struct {
+	label string
+	get   func(ServerStats) Moment
+	sim   bool
+}{
+	{"TTFT mean (ms)", func(s ServerStats) Moment { return s.TTFT }, true},
+	{"TPOT mean (ms)", func(s ServerStats) Moment { return s.TPOT }, true},
+	{"E2E mean (ms)", func(s ServerStats) Moment { return s.E2E }, true},
+	{"decode mean (ms)", func(s ServerStats) Moment { return s.Decode }, true},
+	{"prefill mean (ms)", func(s ServerStats) Moment { return s.Prefill }, false},
+	{"queue mean (ms)", func(s ServerStats) Moment { return s.Queue }, false},
+}
+
+// writeServerRows writes a set's server-side table; a quantity the simulator has no
+// counterpart for shows the measured value only.
+func writeServerRows(b *strings.Builder, c ServerComparison) {
+	b.WriteString("\nServer-side (vLLM histograms, whole runs):\n\n")
+	b.WriteString("| metric | measured | before | error | after | error |\n|---|---:|---:|---:|---:|---:|\n")
+	for _, row := range serverRows {
+		m := row.get(c.Measured).MeanMS()
+		if m == 0 {
+			continue
+		}
+		if !row.sim {
+			fmt.Fprintf(b, "| %s | %.2f | — | | — | |\n", row.label, m)
+			continue
+		}
+		bv, av := row.get(c.Before).MeanMS(), row.get(c.After).MeanMS()
+		fmt.Fprintf(b, "| %s | %.2f | %.2f | %s | %.2f | %s |\n", row.label, m, bv, relErr(bv, m), av, relErr(av, m))
+	}
 }

@@ -36,13 +36,15 @@ type core struct {
 	reads []sim.Time          // when the decode legs' reads in flight end
 	off   *offloadStats       // nil unless the replica has a CPU tier
 
-	ttft, e2e histogram // in wall seconds
-	success   int64     // requests that completed
+	ttft, e2e histogram  // in wall seconds
+	phases    phaseHists // in wall seconds and tokens
+	lastPT    int64      // engine PromptTokens at the last step end
+	success   int64      // requests that completed
 }
 
 func newCore(cfg Config, d gpumodel.Deployment) (*core, error) {
 	c := &core{k: sim.NewKernel(), speed: cfg.Speed, slow: 1, pd: cfg.PD, dep: d,
-		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets)}
+		ttft: newHistogram(ttftBuckets), e2e: newHistogram(e2eBuckets), phases: newPhaseHists()}
 	rel, err := engine.ParseRelease(cfg.VLLM)
 	if err != nil {
 		return nil, fmt.Errorf("emulate: vllm: %w", err)
@@ -147,6 +149,7 @@ func (c *core) stretch(d time.Duration) time.Duration {
 func (c *core) firstToken(req *engine.Request, at sim.Time) {
 	st := req.Tag.(*stream)
 	c.ttft.observe(c.seconds(at - st.arrival))
+	st.lastTok = at
 	st.first(time.Duration(at - st.arrival))
 	c.active = append(c.active, st)
 	c.fresh++
@@ -159,11 +162,13 @@ func (c *core) firstToken(req *engine.Request, at sim.Time) {
 // Every running request decodes in every step unless the budget runs out or it is preempted,
 // so the pacing is exact then. A request's last token is kept for its completion, so its
 // count and finish time always match the engine's.
-func (c *core) step(sim.Time, time.Duration, gpumodel.Step) {
+func (c *core) step(at sim.Time, _ time.Duration, _ gpumodel.Step) {
 	c.stepping = false
-	gen := c.eng.Metrics().GenerationTokens
+	m := c.eng.Metrics()
+	gen := m.GenerationTokens
 	n := int(gen-c.lastGen) - c.fresh
-	c.lastGen = gen
+	c.phases.iter.observe(float64(m.PromptTokens - c.lastPT + gen - c.lastGen))
+	c.lastGen, c.lastPT = gen, m.PromptTokens
 	old := len(c.active) - c.fresh
 	c.fresh = 0
 	kept, skipped := c.active[:0], c.skipped[:0]
@@ -172,6 +177,8 @@ func (c *core) step(sim.Time, time.Duration, gpumodel.Step) {
 		case st.ended:
 		case n > 0:
 			n--
+			c.phases.tpot.observe(c.seconds(at - st.lastTok))
+			st.lastTok = at
 			if st.sent < st.req.OutputTokens-1 {
 				st.publish(1, nil)
 			}
@@ -198,6 +205,7 @@ func (c *core) done(res engine.Result) {
 	if res.Status == engine.Completed {
 		rest = max(res.OutputTokens-st.sent, 0)
 		c.e2e.observe(c.seconds(res.Finish - res.Arrival))
+		c.phases.observeRequest(res, c.seconds)
 		c.success++
 	}
 	st.publish(rest, &res)
@@ -209,20 +217,22 @@ func (c *core) fail() {
 	c.stepping = false
 	clear(c.active)
 	c.active, c.fresh = c.active[:0], 0
-	c.lastGen = c.eng.Metrics().GenerationTokens
+	c.lastGen, c.lastPT = c.eng.Metrics().GenerationTokens, c.eng.Metrics().PromptTokens
 }
 
 // snapshot is what /metrics shows.
 type snapshot struct {
 	engine.Metrics
 	TTFT, E2E histogram
-	Success   int64
+	// Phases are the step and per-request phase histograms.
+	Phases  phaseHists
+	Success int64
 	// Offload, with a CPU tier, holds its size in blocks and its transfer-size histograms.
 	Offload *offloadStats
 }
 
 func (c *core) snapshot() snapshot {
-	s := snapshot{Metrics: c.eng.Metrics(), TTFT: c.ttft.clone(), E2E: c.e2e.clone(), Success: c.success}
+	s := snapshot{Metrics: c.eng.Metrics(), TTFT: c.ttft.clone(), E2E: c.e2e.clone(), Phases: c.phases.clone(), Success: c.success}
 	if c.off != nil {
 		s.Offload = &offloadStats{cpuBlocks: c.eng.CPUBlocks(), store: c.off.store.clone(), load: c.off.load.clone()}
 	}

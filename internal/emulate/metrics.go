@@ -63,8 +63,11 @@ func writeMetrics(w io.Writer, model string, s snapshot, gpuMemoryUtilization fl
 	e.sample("vllm:generation_tokens_total", "counter", "Number of generation tokens processed.", float64(s.GenerationTokens))
 	e.header("vllm:request_success_total", "counter", "Count of successfully processed requests.")
 	fmt.Fprintf(e.w, "vllm:request_success_total{%s,finished_reason=\"length\"} %s\n", e.labels, pyFloat(float64(s.Success)))
+	e.histogram("vllm:iteration_tokens_total", "Histogram of number of tokens per engine_step.", s.Phases.iter)
 	e.histogram("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", s.TTFT)
+	e.writePhases(s.Phases)
 	e.histogram("vllm:e2e_request_latency_seconds", "Histogram of e2e request latency in seconds.", s.E2E)
+	e.writeRequestPhases(s.Phases)
 	cpuBlocks := 0
 	if s.Offload != nil {
 		e.writeOffload(s)

@@ -141,7 +141,17 @@ func TestMetricsGolden(t *testing.T) {
 	s := snapshot{
 		Metrics: engine.Metrics{Running: 3, Waiting: 1, KVUsage: 0.25, NumGPUBlocks: 1000, BlockSize: 16,
 			PrefixQueries: 5000, PrefixHits: 2048, Preemptions: 2, PromptTokens: 5000, GenerationTokens: 640, Completed: 4},
-		TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets), Success: 4,
+		TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets), Phases: newPhaseHists(), Success: 4,
+	}
+	for _, v := range []float64{1, 300, 20000} {
+		s.Phases.iter.observe(v)
+	}
+	for _, v := range []float64{0.012, 0.5, 100} {
+		s.Phases.tpot.observe(v)
+		s.Phases.queue.observe(v)
+		s.Phases.prefill.observe(2 * v)
+		s.Phases.decode.observe(3 * v)
+		s.Phases.inference.observe(5 * v)
 	}
 	for _, v := range []float64{0.0005, 0.02, 0.3, 3000} {
 		s.TTFT.observe(v)

@@ -68,7 +68,7 @@ func TestMetricsOffloadGolden(t *testing.T) {
 		Metrics: engine.Metrics{NumGPUBlocks: 1000, BlockSize: 16, ExternalQueries: 9000, ExternalHits: 4096,
 			OffloadStores: 2, OffloadLoads: 1, OffloadStoreBytes: 66 << 20, OffloadLoadBytes: 300 << 20,
 			OffloadStoreTime: 3 * time.Millisecond, OffloadLoadTime: 7 * time.Millisecond},
-		TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets), Offload: st,
+		TTFT: newHistogram(ttftBuckets), E2E: newHistogram(e2eBuckets), Phases: newPhaseHists(), Offload: st,
 	}
 	var b bytes.Buffer
 	if err := writeMetrics(&b, "llama", s, 0.9, false); err != nil {

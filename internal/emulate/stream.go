@@ -24,6 +24,7 @@ type stream struct {
 
 	// Owned by the loop.
 	arrival sim.Time // when the engine received the request
+	lastTok sim.Time // when its latest token was generated (the step's end)
 	sent    int      // tokens published
 	ended   bool     // the engine reported the request's end
 

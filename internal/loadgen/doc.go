@@ -37,7 +37,10 @@
 //
 // Scrape reads the vLLM prefix-cache counters from Prometheus pages before and after a run;
 // ServerHitRate turns the two readings into the servers' token-weighted hit rate over the
-// run. Pages without vLLM series (a router's own /metrics) are skipped.
+// run. Pages without vLLM series (a router's own /metrics) are skipped. The same readings
+// hold vLLM's latency and step histograms (HistogramNames); HistogramDeltas turns them into
+// each server's increase over the run and WriteMetricsFile writes those as vllm-metrics.json,
+// which calibration reads.
 //
 // # Results
 //

@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,6 +21,9 @@ type Counters struct {
 	// Queries and Hits are vllm:prefix_cache_queries_total and vllm:prefix_cache_hits_total
 	// summed over the page's engines, in tokens.
 	Queries, Hits float64
+	// Histograms are the page's vLLM latency and step histograms among HistogramNames,
+	// summed over its engines; a name the page lacks is absent.
+	Histograms map[string]vllm.Histogram
 	// Err is why the page could not be read or parsed (VLLM is then false).
 	Err error
 }
@@ -58,7 +62,12 @@ func scrapeOne(ctx context.Context, client *http.Client, u string) Counters {
 		c.Err = fmt.Errorf("loadgen: scrape %s: http %d", u, resp.StatusCode)
 		return c
 	}
-	m, err := vllm.Parse(io.LimitReader(resp.Body, maxMetricsPage))
+	page, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsPage))
+	if err != nil {
+		c.Err = fmt.Errorf("loadgen: scrape %s: %w", u, err)
+		return c
+	}
+	m, err := vllm.Parse(bytes.NewReader(page))
 	switch {
 	case errors.Is(err, vllm.ErrNoLoadMetrics):
 		return c
@@ -67,6 +76,9 @@ func scrapeOne(ctx context.Context, client *http.Client, u string) Counters {
 		return c
 	}
 	c.VLLM, c.Queries, c.Hits = true, m.PrefixCacheQueries, m.PrefixCacheHits
+	if c.Histograms, err = vllm.ParseHistograms(bytes.NewReader(page), HistogramNames); err != nil {
+		c.Err = fmt.Errorf("loadgen: scrape %s: %w", u, err)
+	}
 	return c
 }
 

@@ -254,6 +254,7 @@ func (r *Replica) admitLoaded(s *seq, budget int) (int, bool) {
 	r.register(s, r.fullBlocks(s.computed+n))
 	s.load = loadNone
 	if !s.cachedOnce {
+		s.scheduledAt = r.k.Now()
 		s.cachedOnce, s.cached = true, s.computed
 		r.m.PromptTokens += int64(len(s.req.Prompt))
 	}

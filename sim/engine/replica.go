@@ -514,8 +514,12 @@ func (r *Replica) end(s *seq, st Status, now sim.Time) {
 	if r.hooks.Done == nil {
 		return
 	}
+	sched := s.arrival
+	if s.cachedOnce {
+		sched = s.scheduledAt
+	}
 	r.hooks.Done(Result{
-		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now,
+		Request: s.req, Status: st, Arrival: s.arrival, FirstToken: s.firstToken, Finish: now, Scheduled: sched,
 		PromptTokens: len(s.req.Prompt), CachedTokens: s.cached, CPUCachedTokens: int(s.cpuHit),
 		RemoteTokens: int(s.remote), OutputTokens: max(s.generated, 0), Preemptions: s.preemptions,
 	})

@@ -58,6 +58,10 @@ type Result struct {
 	// Arrival, FirstToken and Finish are when the replica received the request, emitted its
 	// first token (0 if it never did) and ended it.
 	Arrival, FirstToken, Finish sim.Time
+	// Scheduled is when the request was first scheduled (vLLM's scheduled_ts: the end of its
+	// queue time, the start of its prefill); Arrival when it never was, or with the V0
+	// scheduler, which does not track it.
+	Scheduled sim.Time
 	// PromptTokens is the prompt length; CachedTokens the prefix-cache hit the first time the
 	// request was scheduled (vLLM's usage.prompt_tokens_details.cached_tokens), the GPU's
 	// and the CPU tier's together, and CPUCachedTokens the part loaded from the CPU tier.
@@ -95,6 +99,7 @@ type seq struct {
 	req         *Request
 	arrival     sim.Time
 	firstToken  sim.Time
+	scheduledAt sim.Time // when cachedOnce was set: first scheduled
 	cached      int
 	preemptions int
 	nonce       uint64 // seeds the generated tokens beyond the Answer (Semantics.HashOutput)

@@ -237,6 +237,7 @@ func (r *Replica) admitHits(s *seq, budget, total, freeHits int) (int, bool) {
 	r.register(s, r.fullBlocks(hit+n))
 	r.countPrefix(s, total, hit)
 	if !s.cachedOnce {
+		s.scheduledAt = r.k.Now()
 		s.cachedOnce, s.cached = true, hit
 		r.m.PromptTokens += int64(len(s.req.Prompt))
 	}
