@@ -17,7 +17,6 @@ import (
 	"kvroute/internal/loadgen"
 	"kvroute/results"
 	"kvroute/results/report"
-	"kvroute/sweep"
 	"kvroute/workloads"
 )
 
@@ -105,12 +104,8 @@ func TestCalibrateFromServerHistograms(t *testing.T) {
 	}
 	took := time.Since(start)
 	out := filepath.Join(dir, "out")
-	var stdout, stderr bytes.Buffer
-	args := []string{"-calibrate", fitDir, "-holdout", holdDir, "-base", "H100-SXM-80GB/llama-3.1-8b", "-out", out, "-evals", evals}
-	if code := run(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("simulate %v: exit %d\n%s", args, code, stderr.String())
-	}
-	t.Logf("measured in %v, fitted in %v\n%s", took.Round(time.Millisecond), (time.Since(start) - took).Round(time.Millisecond), stdout.String())
+	stdout := calibrateCLI(t, fitDir, holdDir, out, evals)
+	t.Logf("measured in %v, fitted in %v\n%s", took.Round(time.Millisecond), (time.Since(start) - took).Round(time.Millisecond), stdout)
 	checkServerHeldOut(t, out, holdDir)
 }
 
@@ -118,14 +113,7 @@ func TestCalibrateFromServerHistograms(t *testing.T) {
 // catalog's H100 and compares their server-side means with the held-out histograms'.
 func checkServerHeldOut(t *testing.T, out, holdDir string) {
 	t.Helper()
-	cat, err := sweep.LoadCatalog(filepath.Join(out, "catalog.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := cat.GPU("H100-SXM-80GB-calibrated")
-	if err != nil {
-		t.Fatal(err)
-	}
+	g := calibratedGPU(t, out)
 	ms, err := readMeasurements([]string{holdDir})
 	if err != nil {
 		t.Fatal(err)

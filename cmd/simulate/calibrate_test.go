@@ -159,20 +159,26 @@ func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 	writeFile(t, holdFile, holdRun.json)
 	took := time.Since(start)
 	out := filepath.Join(dir, "out")
-	var stdout, stderr bytes.Buffer
-	args := []string{"-calibrate", fitFile, "-holdout", holdFile, "-base", "H100-SXM-80GB/llama-3.1-8b", "-out", out, "-evals", evals}
-	if code := run(args, &stdout, &stderr); code != 0 {
-		t.Fatalf("simulate %v: exit %d\n%s", args, code, stderr.String())
-	}
+	stdout := calibrateCLI(t, fitFile, holdFile, out, evals)
 	t.Logf("measured in %v (client TTFT over the engine's: %v and %v), fitted in %v\n%s", took.Round(time.Millisecond),
-		fitRun.hop.Round(time.Microsecond), holdRun.hop.Round(time.Microsecond), (time.Since(start) - took).Round(time.Millisecond), stdout.String())
+		fitRun.hop.Round(time.Microsecond), holdRun.hop.Round(time.Microsecond), (time.Since(start) - took).Round(time.Millisecond), stdout)
 	checkHeldOut(t, out, holdFile)
 }
 
-// checkHeldOut replays the held-out measurement on the GPU of the written catalog and checks
-// mean TTFT and TPOT within 5% of what the emulator measured, where the catalog's H100 was
-// more than 5% off.
-func checkHeldOut(t *testing.T, out, holdFile string) {
+// calibrateCLI runs simulate -calibrate on an H100 of Llama-3.1-8B with fit and held-out
+// inputs, writing to out, and returns what it printed.
+func calibrateCLI(t *testing.T, fit, hold, out, evals string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	args := []string{"-calibrate", fit, "-holdout", hold, "-base", "H100-SXM-80GB/llama-3.1-8b", "-out", out, "-evals", evals}
+	if code := run(args, &stdout, &stderr); code != 0 {
+		t.Fatalf("simulate %v: exit %d\n%s", args, code, stderr.String())
+	}
+	return stdout.String()
+}
+
+// calibratedGPU returns the GPU the calibration in out wrote to its catalog.
+func calibratedGPU(t *testing.T, out string) gpumodel.GPU {
 	t.Helper()
 	cat, err := sweep.LoadCatalog(filepath.Join(out, "catalog.json"))
 	if err != nil {
@@ -182,6 +188,15 @@ func checkHeldOut(t *testing.T, out, holdFile string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return g
+}
+
+// checkHeldOut replays the held-out measurement on the GPU of the written catalog and checks
+// mean TTFT and TPOT within 5% of what the emulator measured, where the catalog's H100 was
+// more than 5% off.
+func checkHeldOut(t *testing.T, out, holdFile string) {
+	t.Helper()
+	g := calibratedGPU(t, out)
 	m, _ := gpumodel.LookupModel("llama-3.1-8b")
 	d := gpumodel.DefaultDeployment(g, m, 1)
 	var fleet struct {
