@@ -6,10 +6,14 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // startReplica starts a replica on a free loopback port, closed at the end of the test.
@@ -222,4 +226,22 @@ func (r *recorder) events() (data []string, at []time.Time) {
 		}
 	}
 	return data, at
+}
+
+// checkGolden compares got with testdata/name, which -update rewrites.
+func checkGolden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("page (-golden +got):\n%s", diff)
+	}
 }

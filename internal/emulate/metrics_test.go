@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -163,19 +160,7 @@ func TestMetricsGolden(t *testing.T) {
 	if err := writeMetrics(&b, `llama "8b"`, s, 0.9, true); err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "metrics.golden")
-	if *update {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("page (-golden +got):\n%s", diff)
-	}
+	checkGolden(t, "metrics.golden", b.Bytes())
 }
 
 func TestPyFloat(t *testing.T) {

@@ -2,8 +2,6 @@ package emulate
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -84,17 +82,5 @@ func TestMetricsOffloadGolden(t *testing.T) {
 			t.Errorf("no %s", name)
 		}
 	}
-	path := filepath.Join("testdata", "metrics_offload.golden")
-	if *update {
-		if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(want), b.String()); diff != "" {
-		t.Errorf("page (-golden +got):\n%s", diff)
-	}
+	checkGolden(t, "metrics_offload.golden", b.Bytes())
 }
