@@ -64,12 +64,14 @@ type hooks struct {
 	p   Policy
 	obs Observer
 	ft  FirstTokenObserver
+	pm  PrefixMatcher
 }
 
 func newHooks(p Policy) *hooks {
 	h := &hooks{p: p}
 	h.obs, _ = p.(Observer)
 	h.ft, _ = p.(FirstTokenObserver)
+	h.pm, _ = p.(PrefixMatcher)
 	return h
 }
 

@@ -48,8 +48,6 @@ type PrefixMatcher interface {
 
 // Reasons a P/D decision records beside its policies' reasons.
 const (
-	// ReasonPrefillLocal: the decider kept the prefill on the decode endpoint.
-	ReasonPrefillLocal = "prefill-local"
 	// ReasonNoPrefillPool: the decider asked for a remote prefill but no prefill endpoint
 	// was ready, so the decode endpoint prefills (as llm-d runs a request whose prefill
 	// profile found no pod).
@@ -81,9 +79,6 @@ func NewPD(p PDPolicy, prefill, decode []EndpointState, cfg LifecycleConfig) (*P
 	}
 	return &PD{Prefill: pl, Decode: dl, decider: p.Decider}, nil
 }
-
-// Decider returns the decider.
-func (p *PD) Decider() Decider { return p.decider }
 
 // PDTicket is one request's claims in a disaggregated fleet: its decode attempt, which
 // lives until the request ends, and its prefill leg's attempt, which lives until the prefill
@@ -120,9 +115,6 @@ func (p *PD) Decide(t *PDTicket, req *Request, now time.Time) error {
 	t.Cached = cached
 	t.Remote, t.Reason = p.decider.Disaggregate(req, cached)
 	if !t.Remote {
-		if t.Reason == "" {
-			t.Reason = ReasonPrefillLocal
-		}
 		return nil
 	}
 	t.leg = *req
@@ -148,8 +140,8 @@ func (l *Lifecycle) decideMatched(t *Ticket, req *Request, now time.Time) (int, 
 		return 0, err
 	}
 	cached := 0
-	if m, ok := l.pol.p.(PrefixMatcher); ok {
-		cached = m.MatchedTokens(req, &l.snap, d.Index)
+	if l.pol.pm != nil {
+		cached = l.pol.pm.MatchedTokens(req, &l.snap, d.Index)
 	}
 	l.route(t, d, now)
 	return cached, nil

@@ -42,6 +42,7 @@ type Pipeline struct {
 	filters []Filter
 	scorers []Weighted
 	picker  Picker
+	matcher PrefixMatcher // the first filter or scorer that is one; nil: none
 
 	mu     sync.Mutex
 	rng    *rand.Rand
@@ -69,7 +70,18 @@ func NewPipeline(name, reason string, filters []Filter, scorers []Weighted, pick
 	if picker == nil {
 		picker = MaxScorePicker{}
 	}
-	return &Pipeline{name: name, reason: reason, filters: filters, scorers: scorers, picker: picker, rng: rng}, nil
+	p := &Pipeline{name: name, reason: reason, filters: filters, scorers: scorers, picker: picker, rng: rng}
+	for _, f := range filters {
+		if m, ok := f.(PrefixMatcher); ok && p.matcher == nil {
+			p.matcher = m
+		}
+	}
+	for _, w := range scorers {
+		if m, ok := w.Scorer.(PrefixMatcher); ok && p.matcher == nil {
+			p.matcher = m
+		}
+	}
+	return p, nil
 }
 
 // Name returns the pipeline's registry name.
@@ -237,17 +249,10 @@ func (p *Pipeline) eachKV(fn func(KVEventObserver)) {
 // MatchedTokens is the match of the first filter or scorer that is a PrefixMatcher, as the
 // Pick that chose i computed it; 0 when none is.
 func (p *Pipeline) MatchedTokens(req *Request, s *Snapshot, i int) int {
+	if p.matcher == nil {
+		return 0
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for _, f := range p.filters {
-		if m, ok := f.(PrefixMatcher); ok {
-			return m.MatchedTokens(req, s, i)
-		}
-	}
-	for _, w := range p.scorers {
-		if m, ok := w.Scorer.(PrefixMatcher); ok {
-			return m.MatchedTokens(req, s, i)
-		}
-	}
-	return 0
+	return p.matcher.MatchedTokens(req, s, i)
 }

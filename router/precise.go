@@ -117,6 +117,7 @@ type PreciseScorer struct {
 	hashes    []uint64  // its index keys
 	seq       uint64    // the decision (Snapshot.Seq) p.hashes were computed for; 0: none
 	run       []int     // per endpoint id: consecutive leading blocks held
+	ran       uint64    // the decision run was computed for; 0: none
 	sum       []float64 // per endpoint id: their weights summed
 	candID    []int32   // interned ids of the candidates scored
 	pos       posIDs
@@ -182,6 +183,7 @@ func (p *PreciseScorer) Score(req *Request, s *Snapshot, cand []int, out []float
 	}
 	p.run = resize(p.run, p.ids.size())
 	p.kv.leadingRun(p.hashes, p.run)
+	p.ran = s.Seq
 	if p.tiers.plain() { // GPU entries only, weighing 1: the run is the score
 		for k, id := range p.candID {
 			out[k] = float64(p.run[id]) / float64(len(p.hashes))
@@ -207,8 +209,11 @@ func (p *PreciseScorer) MatchedTokens(req *Request, s *Snapshot, i int) int {
 	if len(p.hashes) == 0 || !ok {
 		return 0
 	}
-	p.run = resize(p.run, p.ids.size())
-	p.kv.leadingRun(p.hashes, p.run)
+	if s.Seq == 0 || p.ran != s.Seq || int(id) >= len(p.run) {
+		p.run = resize(p.run, p.ids.size())
+		p.kv.leadingRun(p.hashes, p.run)
+		p.ran = s.Seq
+	}
 	return p.run[id] * p.keys.k * p.blockSize
 }
 

@@ -131,6 +131,7 @@ type PrefixScorer struct {
 	ids       interner
 	index     *prefix.Index
 	count     []int
+	counted   uint64  // the decision (Snapshot.Seq) count was matched for; 0: none
 	cids      []int32 // the candidates' ids, in candidate order
 	gpuBlocks []int   // num_gpu_blocks last seen per endpoint id
 	sized     []bool  // the endpoint's LRU exists (it was added to since it joined)
@@ -300,6 +301,7 @@ func (p *PrefixScorer) Score(req *Request, s *Snapshot, cand []int, out []float6
 	}
 	p.count = resize(p.count, p.ids.size())
 	p.match(hashes, p.count)
+	p.counted = s.Seq
 	for k, id := range p.cids {
 		out[k] = float64(p.count[id]) / float64(len(hashes))
 	}
@@ -317,8 +319,11 @@ func (p *PrefixScorer) MatchedTokens(req *Request, s *Snapshot, i int) int {
 	if len(hashes) == 0 || !ok {
 		return 0
 	}
-	p.count = resize(p.count, p.ids.size())
-	p.match(hashes, p.count)
+	if s.Seq == 0 || p.counted != s.Seq || int(id) >= len(p.count) {
+		p.count = resize(p.count, p.ids.size())
+		p.match(hashes, p.count)
+		p.counted = s.Seq
+	}
 	return p.count[id] * p.blockSize
 }
 

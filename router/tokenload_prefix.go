@@ -28,6 +28,8 @@ type approxPrefix struct {
 	ids       interner
 	index     *prefix.Index
 	count     []int
+	counted   uint64 // the decision (Snapshot.Seq) count and total were matched for; 0: none
+	total     int    // the request's blocks at that match
 	gpuBlocks []int  // num_gpu_blocks last seen per endpoint id
 	sized     []bool // the endpoint's LRU exists
 	memo      hashMemo
@@ -49,6 +51,7 @@ func newApproxPrefix(cfg TokenLoadConfig) (*approxPrefix, error) {
 // prepare sets the decision's block size from the candidates the producer sees (all of
 // them, before any filter) and records each candidate's num_gpu_blocks.
 func (a *approxPrefix) prepare(s *Snapshot, cand []int) {
+	a.counted = 0
 	bs := a.cfgBlock
 	if a.autoTune && len(cand) > 0 && s.Endpoints[cand[0]].BlockSize > 0 {
 		bs = s.Endpoints[cand[0]].BlockSize
@@ -86,9 +89,15 @@ func (a *approxPrefix) hashes(req *Request, seq uint64) []uint64 {
 }
 
 // match fills a.count with each endpoint's matched blocks and returns the request's blocks.
+// Within one decision (seq not 0) the index does not change until Routed adds the request,
+// so the affinity filter, the scorer, the P/D decider and Routed share one match.
 func (a *approxPrefix) match(req *Request, seq uint64) int {
+	if seq != 0 && seq == a.counted && len(a.count) == a.ids.size() {
+		return a.total
+	}
 	hs := a.hashes(req, seq)
 	a.count = resize(a.count, a.ids.size())
+	a.counted, a.total = seq, len(hs)
 	if len(hs) == 0 {
 		clear(a.count)
 		return 0
@@ -149,6 +158,7 @@ func (a *approxPrefix) inputTokens(req *Request) int64 {
 // add records the request's blocks on endpoint, creating its LRU with the endpoint's
 // num_gpu_blocks (auto-tune) or the configured capacity first.
 func (a *approxPrefix) add(req *Request, seq uint64, endpoint string) {
+	a.counted = 0 // the index changes: the next match recounts
 	hs := a.hashes(req, seq)
 	if len(hs) == 0 {
 		return
