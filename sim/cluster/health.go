@@ -87,9 +87,6 @@ func (s *Sim) eachRouter(fn func(*router.Lifecycle)) {
 // fail stops replica i: the requests it holds are aborted, and the routers learn of it from
 // their scrapes or from a refused request, as a live router does.
 func (s *Sim) fail(i int) {
-	if s.pd != nil {
-		s.pd.fails[i]++ // the blocks its prefill legs held are gone
-	}
 	s.reps[i].Fail()
 }
 

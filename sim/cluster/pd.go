@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"kvroute/gpumodel"
 	"kvroute/results"
 	"kvroute/router"
 	"kvroute/sim"
@@ -72,7 +71,6 @@ type pdFlight struct {
 	prefill int             // the replica running (or that ran) the prefill leg
 	refused bool            // the prefill replica was down when the leg reached it
 	retries int             // the prefill leg's retries
-	fails   int             // the prefill replica's failures when its leg ended
 	cached  int             // the prefill leg's prefix-cache hit
 	start   sim.Time        // when the decode replica asked for the read
 	xfer    time.Duration   // how long the read took
@@ -83,9 +81,7 @@ type pdFlight struct {
 // pdSim is a split fleet's state.
 type pdSim struct {
 	pools [2][]int // the replicas of the prefill pool and of the decode pool, in order
-	fails []int    // per replica: how often it failed
 	links *links
-	deps  []gpumodel.Deployment // per replica: what prices the bytes a read into it moves
 	// scrape functions of each pool's lifecycle, bound once
 	scrapeFns [2]func([]router.EndpointState)
 }
@@ -108,7 +104,7 @@ func NewPD(cfg Config, policies []router.PDPolicy, stream *workloads.Stream, sin
 	if err != nil {
 		return nil, err
 	}
-	s.pd = &pdSim{fails: make([]int, len(s.reps))}
+	s.pd = &pdSim{}
 	nic := make([]float64, len(s.reps))
 	for i, rc := range cfg.Replicas {
 		p := 0
@@ -117,7 +113,6 @@ func NewPD(cfg Config, policies []router.PDPolicy, stream *workloads.Stream, sin
 		}
 		s.pd.pools[p] = append(s.pd.pools[p], i)
 		nic[i] = rc.Deployment.TransferBandwidth(cfg.KVTransfer.Gbps)
-		s.pd.deps = append(s.pd.deps, rc.Deployment)
 	}
 	s.pd.links = newLinks(s.k, nic)
 	for p := range s.pd.pools {
@@ -209,7 +204,7 @@ func (s *Sim) legAnswered(f *flight, res engine.Result, now sim.Time) {
 			p.t.Prefill.FirstToken(s.wall(now))
 		}
 		p.t.Prefill.Finish(router.Usage{PromptTokens: res.PromptTokens, CachedTokens: res.CachedTokens, CompletionTokens: 1}, s.wall(now))
-		p.cached, p.fails = res.CachedTokens, s.pd.fails[p.prefill]
+		p.cached = res.CachedTokens
 		f.ereq.PD = engine.PDDecode
 		s.send(f, now)
 	case engine.Aborted:
@@ -244,10 +239,11 @@ func (s *Sim) remoteRead(to int, req *engine.Request, tokens int) {
 	p, now := f.pd, s.k.Now()
 	p.start = now
 	from, leg, gen := p.prefill, p.leg, p.gen
-	bytes := s.pd.deps[to].KVTransferBytes(tokens)
+	bytes := s.cfg.Replicas[to].Deployment.KVTransferBytes(tokens)
 	end := func(now sim.Time) {
-		ok := s.pd.fails[from] == p.fails // the prefill replica kept the blocks
-		s.reps[from].ReleaseHeld(leg)
+		// The read succeeds only if the prefill replica still held the blocks: not failed
+		// since its leg ended, nor past the abort timeout.
+		ok := s.reps[from].ReleaseHeld(leg)
 		if p.gen != gen || req.PD != engine.PDDecode {
 			return // the request ended, or is retried whole elsewhere
 		}

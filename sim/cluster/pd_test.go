@@ -226,6 +226,27 @@ func TestReadFailurePolicy(t *testing.T) {
 	}
 }
 
+// TestPrefillFailureBeforeTheRouterHearsTheLeg fails the prefill replica after its leg ended
+// but before its answer reached the router: the blocks the decoder would read are gone, so
+// the read fails as it does when the replica fails during the transfer.
+func TestPrefillFailureBeforeTheRouterHearsTheLeg(t *testing.T) {
+	const delay = 50 * time.Millisecond
+	cfg := pdFleet(1, 1, 400, engine.KVTransferConfig{})
+	cfg.NetworkDelay, cfg.MaxRetries = delay, 0
+	ok, _ := runPD(t, cfg, pdPolicy(t, "always", nil), prompts(1, 1, 0), nil)
+	if ok[0].Status != results.StatusCompleted {
+		t.Fatalf("without the failure: status %v (%s), want completed", ok[0].Status, ok[0].Error)
+	}
+	_, prefill, _ := priced(t, cfg, ok[0].PromptTokens)
+	// The leg reaches the replica after one delay and ends prefill later; its answer
+	// reaches the router one delay after that.
+	cfg.Failures = []Failure{{Replica: 0, At: delay + prefill + delay/2, RecoverAt: delay + prefill + delay*3/4}}
+	recs, _ := runPD(t, cfg, pdPolicy(t, "always", nil), prompts(1, 1, 0), nil)
+	if r := recs[0]; r.Status != results.StatusFailed || !strings.Contains(r.Error, "kv transfer") {
+		t.Fatalf("status %v (%s), want failed: the KV it read was gone", r.Status, r.Error)
+	}
+}
+
 func TestAbortTimeoutFreesUnreadBlocks(t *testing.T) {
 	cfg := pdFleet(1, 1, 400, engine.KVTransferConfig{AbortTimeout: 5 * time.Second})
 	cfg.MaxRetries = 0

@@ -21,7 +21,7 @@ type submitter interface {
 	// cachedHashes counts the block hashes the prefix cache holds.
 	cachedHashes() int
 	RemoteKVDone(*Request, bool)
-	ReleaseHeld(*Request)
+	ReleaseHeld(*Request) bool
 }
 
 func (r *Replica) cachedHashes() int    { return r.pool.cached.n }

@@ -107,11 +107,14 @@ func (r *Replica) hold(s *seq) {
 
 // ReleaseHeld frees the blocks prefill leg req kept for its decoder (the read ended), at the
 // kernel's current time. It does nothing when req holds none (never a prefill leg, released
-// already, timed out, or the replica failed since).
-func (r *Replica) ReleaseHeld(req *Request) {
-	if h := r.held[req]; h != nil {
+// already, timed out, or the replica failed since). It reports whether req held blocks: a
+// read of them succeeds only then.
+func (r *Replica) ReleaseHeld(req *Request) bool {
+	h := r.held[req]
+	if h != nil {
 		r.releaseHeld(req, h, r.k.Now())
 	}
+	return h != nil
 }
 
 func (r *Replica) releaseHeld(req *Request, h *heldKV, now sim.Time) {

@@ -22,10 +22,12 @@ func (r *refReplica) holdRef(s *refSeq) {
 }
 
 // ReleaseHeld frees what prefill leg req holds, if anything.
-func (r *refReplica) ReleaseHeld(req *Request) {
-	if r.held[req] != nil {
+func (r *refReplica) ReleaseHeld(req *Request) bool {
+	held := r.held[req] != nil
+	if held {
 		r.freeHeldRef(req, r.k.Now())
 	}
+	return held
 }
 
 func (r *refReplica) freeHeldRef(req *Request, now sim.Time) {
