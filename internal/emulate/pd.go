@@ -120,19 +120,46 @@ func (r *Replica) pdCheck(p *pending, req *http.Request, body []byte) *openai.Er
 }
 
 // heldLegs are a prefill replica's finished prefill legs whose blocks wait for a decoder,
-// by the request id they answered with.
+// by the request id they answered with. The engine frees a leg's blocks on its own at the
+// abort timeout or when the replica fails, so entries are pruned against it whenever the
+// map has doubled since the last pruning: it stays within twice the legs the engine holds,
+// which its KV capacity bounds.
 type heldLegs struct {
-	mu   sync.Mutex
-	legs map[string]*engine.Request
+	mu    sync.Mutex
+	legs  map[string]*engine.Request
+	limit int // the size at which put prunes
 }
 
-func (h *heldLegs) put(id string, req *engine.Request) {
+// minHeldPrune is the least size at which heldLegs prunes.
+const minHeldPrune = 64
+
+// put registers leg req under id; holds reports whether the engine still holds a leg (it is
+// called without h.mu held).
+func (h *heldLegs) put(id string, req *engine.Request, holds func([]*engine.Request) []bool) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.legs == nil {
-		h.legs = map[string]*engine.Request{}
+		h.legs, h.limit = map[string]*engine.Request{}, minHeldPrune
 	}
 	h.legs[id] = req
+	if len(h.legs) < h.limit {
+		h.mu.Unlock()
+		return
+	}
+	ids, legs := make([]string, 0, len(h.legs)), make([]*engine.Request, 0, len(h.legs))
+	for id, leg := range h.legs {
+		ids, legs = append(ids, id), append(legs, leg)
+	}
+	h.limit = 1 << 62 // no second pruning while this one runs
+	h.mu.Unlock()
+	held := holds(legs)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, id := range ids {
+		if !held[i] && h.legs[id] == legs[i] {
+			delete(h.legs, id)
+		}
+	}
+	h.limit = max(minHeldPrune, 2*len(h.legs))
 }
 
 func (h *heldLegs) take(id string) *engine.Request {
@@ -155,7 +182,15 @@ func (r *Replica) prefillParams(p pending, blocks []int32) *vllm.KVTransferParam
 	for i, b := range blocks {
 		ids[i] = int(b)
 	}
-	r.held.put(p.pd.id, &p.st.req)
+	r.held.put(p.pd.id, &p.st.req, func(legs []*engine.Request) []bool {
+		held := make([]bool, len(legs))
+		r.do(func(c *core) {
+			for i, leg := range legs {
+				held[i] = c.eng.Holds(leg)
+			}
+		})
+		return held
+	})
 	return &vllm.KVTransferParams{DoRemotePrefill: true, RemoteEngineID: r.idPrefix, RemoteBlockIDs: ids,
 		RemoteRequestID: p.pd.id, RemoteHost: host, RemotePort: port, TPSize: r.dep.TP}
 }
@@ -169,14 +204,17 @@ func atoiOr(s string, def int) int {
 
 // readDone serves POST /nixl/read-done?request_id=ID: a decoder finished reading the blocks
 // of the prefill leg ID (vLLM's decoder tells the prefill engine through NIXL notifications),
-// which are freed. An unknown id (freed already, timed out) is answered 404.
+// which are freed. An unknown id, or one whose blocks are gone (freed already, timed out,
+// the replica failed), is answered 404.
 func (r *Replica) readDone(w http.ResponseWriter, req *http.Request) {
-	leg := r.held.take(req.URL.Query().Get("request_id"))
-	if leg == nil {
+	leg, held := r.held.take(req.URL.Query().Get("request_id")), false
+	if leg != nil {
+		r.do(func(c *core) { held = c.eng.ReleaseHeld(leg) })
+	}
+	if !held {
 		http.NotFound(w, req)
 		return
 	}
-	r.do(func(c *core) { c.eng.ReleaseHeld(leg) })
 	w.WriteHeader(http.StatusNoContent)
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"kvroute/gpumodel"
 	"kvroute/internal/vllm"
+	"kvroute/sim/engine"
 )
 
 // prefillAnswer is the part of a prefill leg's answer the tests read.
@@ -157,6 +159,36 @@ func TestTransferTime(t *testing.T) {
 	} {
 		if got := tc.p.transferTime(tc.tokens, tc.d); got != tc.want {
 			t.Errorf("%s: transferTime(%d) = %v, want %v", tc.name, tc.tokens, got, tc.want)
+		}
+	}
+}
+
+// TestHeldLegsStayBounded puts many legs of which the engine keeps only the newest few, as
+// when no decoder reads them and the abort timeout frees them: the map stays within twice
+// what the engine holds (or the least pruning size), and the legs still held stay.
+func TestHeldLegsStayBounded(t *testing.T) {
+	var h heldLegs
+	reqs := make([]*engine.Request, 1000)
+	const keep = 10 // the engine holds the newest keep legs
+	n := 0
+	holds := func(legs []*engine.Request) []bool {
+		held := make([]bool, len(legs))
+		for i, leg := range legs {
+			held[i] = slices.Index(reqs[:n], leg) >= n-keep
+		}
+		return held
+	}
+	for i := range reqs {
+		reqs[i] = &engine.Request{ID: strconv.Itoa(i)}
+		n = i + 1
+		h.put(reqs[i].ID, reqs[i], holds)
+		if len(h.legs) > 2*minHeldPrune {
+			t.Fatalf("after %d legs the map holds %d, want at most %d", n, len(h.legs), 2*minHeldPrune)
+		}
+	}
+	for _, r := range reqs[len(reqs)-keep:] {
+		if h.take(r.ID) != r {
+			t.Fatalf("leg %s the engine still holds was pruned", r.ID)
 		}
 	}
 }

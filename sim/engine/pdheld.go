@@ -10,3 +10,6 @@ func (r *Replica) HeldBlocks(req *Request) []int32 {
 	}
 	return append([]int32(nil), h.blocks...)
 }
+
+// Holds reports whether prefill leg req still holds its blocks for a decoder.
+func (r *Replica) Holds(req *Request) bool { return r.held[req] != nil }
