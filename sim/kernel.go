@@ -45,6 +45,15 @@ func (k *Kernel) Now() Time { return k.now }
 // Fired returns the number of events fired so far.
 func (k *Kernel) Fired() uint64 { return k.fired }
 
+// Next returns the time of the earliest event scheduled and not yet fired or cancelled;
+// false when there is none.
+func (k *Kernel) Next() (Time, bool) {
+	if len(k.heap) == 0 {
+		return 0, false
+	}
+	return k.slots[k.heap[0]].at, true
+}
+
 // Pending returns the number of events scheduled and not yet fired or cancelled.
 func (k *Kernel) Pending() int { return len(k.heap) }
 

@@ -58,6 +58,33 @@ func TestCancelAndStaleIDs(t *testing.T) {
 	}
 }
 
+func TestNextIsTheEarliestPendingEvent(t *testing.T) {
+	k := NewKernel()
+	if _, ok := k.Next(); ok {
+		t.Fatal("Next on an empty kernel: want none")
+	}
+	late := k.Schedule(9, 0, func(Time) {})
+	early := k.Schedule(4, 1, func(Time) {})
+	k.Schedule(7, 0, func(Time) {})
+	for _, tc := range []struct {
+		cancel EventID
+		want   Time
+	}{{0, 4}, {early, 7}, {late, 7}} {
+		if tc.cancel != 0 {
+			k.Cancel(tc.cancel)
+		}
+		if at, ok := k.Next(); !ok || at != tc.want {
+			t.Fatalf("Next = %v, %v; want %v", at, ok, tc.want)
+		}
+	}
+	if err := k.Run(Never); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := k.Next(); ok {
+		t.Fatal("Next after every event fired: want none")
+	}
+}
+
 func TestRunUntilAndNestedScheduling(t *testing.T) {
 	k := NewKernel()
 	var times []Time

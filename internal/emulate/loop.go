@@ -22,19 +22,15 @@ type core struct {
 	slow  float64   // step-time multiplier set by SetSlowdown
 	start time.Time // the wall time of virtual time 0
 
-	stepping bool     // a step is in flight and ends at due
-	due      sim.Time // virtual end of the step in flight
-
 	active  []*stream // have their first token and are not known to have ended
 	skipped []*stream // scratch for pace
 	fresh   int       // streams appended to active during the step now ending
 	lastGen int64     // engine GenerationTokens at the last step end
 
-	kv    *kvOut              // nil unless the replica publishes KV events
-	pd    PDConfig            // the replica's P/D role and link
-	dep   gpumodel.Deployment // prices a decode leg's read (PDConfig.transferTime)
-	reads []sim.Time          // when the decode legs' reads in flight end
-	off   *offloadStats       // nil unless the replica has a CPU tier
+	kv  *kvOut              // nil unless the replica publishes KV events
+	pd  PDConfig            // the replica's P/D role and link
+	dep gpumodel.Deployment // prices a decode leg's read (PDConfig.transferTime)
+	off *offloadStats       // nil unless the replica has a CPU tier
 
 	ttft, e2e histogram  // in wall seconds
 	phases    phaseHists // in wall seconds and tokens
@@ -87,7 +83,7 @@ func (c *core) run(ctx context.Context, submit <-chan *stream, ctl <-chan func(*
 			return err
 		}
 		var wake <-chan time.Time
-		if at, ok := c.nextWake(); ok {
+		if at, ok := c.k.Next(); ok {
 			timer.Reset(time.Until(c.wallAt(at)))
 			wake = timer.C
 		}
@@ -127,8 +123,8 @@ func (c *core) seconds(d sim.Time) float64 { return d.Seconds() / c.speed }
 // advance runs every event up to the virtual time of wall.
 func (c *core) advance(wall time.Time) error {
 	v := c.virtual(wall)
-	if at, ok := c.nextWake(); ok && v < at && !wall.Before(c.wallAt(at)) {
-		v = at // float rounding must not leave a due step or read unfired
+	if at, ok := c.k.Next(); ok && v < at && !wall.Before(c.wallAt(at)) {
+		v = at // float rounding must not leave a due event unfired
 	}
 	err := c.k.Run(max(v, c.k.Now()))
 	if c.kv != nil && c.kv.pub != nil {
@@ -137,12 +133,9 @@ func (c *core) advance(wall time.Time) error {
 	return err
 }
 
-// stretch stretches a step's duration, as the engine priced it, by the slowdown, and
-// remembers when the step ends.
+// stretch stretches a step's duration, as the engine priced it, by the slowdown.
 func (c *core) stretch(d time.Duration) time.Duration {
-	d = max(time.Duration(float64(d)*c.slow), time.Nanosecond)
-	c.stepping, c.due = true, c.k.Now()+sim.Time(d)
-	return d
+	return max(time.Duration(float64(d)*c.slow), time.Nanosecond)
 }
 
 // firstToken publishes a request's first token.
@@ -163,7 +156,6 @@ func (c *core) firstToken(req *engine.Request, at sim.Time) {
 // so the pacing is exact then. A request's last token is kept for its completion, so its
 // count and finish time always match the engine's.
 func (c *core) step(at sim.Time, _ time.Duration, _ gpumodel.Step) {
-	c.stepping = false
 	m := c.eng.Metrics()
 	gen := m.GenerationTokens
 	n := int(gen-c.lastGen) - c.fresh
@@ -214,7 +206,6 @@ func (c *core) done(res engine.Result) {
 // fail takes the engine down, aborting every request in flight.
 func (c *core) fail() {
 	c.eng.Fail()
-	c.stepping = false
 	clear(c.active)
 	c.active, c.fresh = c.active[:0], 0
 	c.lastGen, c.lastPT = c.eng.Metrics().GenerationTokens, c.eng.Metrics().PromptTokens

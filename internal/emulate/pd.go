@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -223,26 +222,10 @@ func (r *Replica) readDone(w http.ResponseWriter, req *http.Request) {
 func (c *core) remoteRead(req *engine.Request, tokens int) {
 	st := req.Tag.(*stream)
 	end := c.k.Now() + sim.Time(c.pd.transferTime(tokens, c.dep))
-	c.reads = append(c.reads, end)
 	c.k.Schedule(end, 0, func(sim.Time) {
-		if i := slices.Index(c.reads, end); i >= 0 {
-			c.reads = slices.Delete(c.reads, i, i+1)
-		}
 		c.eng.RemoteKVDone(req, true)
 		go notifyReadDone(st.pdParams)
 	})
-}
-
-// nextWake is the virtual time the loop must wake at: the end of the step in flight or of
-// the first read in flight, whichever comes first; false when neither is pending.
-func (c *core) nextWake() (sim.Time, bool) {
-	at, ok := c.due, c.stepping
-	for _, r := range c.reads {
-		if !ok || r < at {
-			at, ok = r, true
-		}
-	}
-	return at, ok
 }
 
 // notifyReadDone tells the prefill replica of params that its blocks were read, as a NIXL
