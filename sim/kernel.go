@@ -46,12 +46,15 @@ func (k *Kernel) Now() Time { return k.now }
 func (k *Kernel) Fired() uint64 { return k.fired }
 
 // Next returns the time of the earliest event scheduled and not yet fired or cancelled;
-// false when there is none.
+// false when there is none. Cancelled events at the top of the queue are dropped.
 func (k *Kernel) Next() (Time, bool) {
-	if len(k.heap) == 0 {
-		return 0, false
+	for len(k.heap) > 0 {
+		if s := &k.slots[k.heap[0]]; s.live {
+			return s.at, true
+		}
+		k.free = append(k.free, k.pop())
 	}
-	return k.slots[k.heap[0]].at, true
+	return 0, false
 }
 
 // Pending returns the number of events scheduled and not yet fired or cancelled.
