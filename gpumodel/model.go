@@ -145,7 +145,7 @@ func (m Model) ShapeParams() int64 {
 
 // KVBytesPerToken returns the KV-cache bytes one token occupies across all GPUs in the
 // layers that attend to the whole context: 2 (K and V) × full-attention layers × KV heads
-// × head dim × dtype bytes. Sliding-window layers hold at most WindowKVBytes per request
+// × head dim × dtype bytes. Sliding-window layers hold at most their window per request
 // whatever its length, so they add nothing per token (see moe.go).
 func (m Model) KVBytesPerToken() int64 {
 	return 2 * int64(m.FullAttentionLayers()) * int64(m.KVHeads) * int64(m.HeadDim) * int64(m.DTypeBytes)

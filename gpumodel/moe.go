@@ -71,13 +71,6 @@ func (m Model) FullAttentionLayers() int {
 	return m.Layers - m.SlidingLayers
 }
 
-// WindowKVBytes returns the most KV-cache bytes one request holds in the sliding-window
-// layers, across all GPUs: 2 × sliding layers × KV heads × head dim × dtype bytes ×
-// window; 0 without sliding-window layers.
-func (m Model) WindowKVBytes() int64 {
-	return 2 * int64(m.SlidingLayers) * int64(m.KVHeads) * int64(m.HeadDim) * int64(m.DTypeBytes) * int64(m.SlidingWindow)
-}
-
 // ExpectedExpertsTouched returns how many of a layer's experts a step of tokens tokens
 // runs, in expectation, when each token picks ExpertsPerToken of Experts uniformly:
 // E·(1 − (1 − k/E)^tokens). A dense model always runs its one MLP (1), and no tokens run

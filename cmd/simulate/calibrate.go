@@ -21,21 +21,6 @@ import (
 	"kvroute/sim/engine"
 )
 
-// isCalibrate reports whether args ask for a calibration: a -calibrate flag anywhere, or the
-// calibrate subcommand first.
-func isCalibrate(args []string) bool {
-	if len(args) > 0 && args[0] == "calibrate" {
-		return true
-	}
-	for _, a := range args {
-		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && name == "calibrate" {
-			return true
-		}
-	}
-	return false
-}
-
 // calOptions are the calibration's flags.
 type calOptions struct {
 	inputs, holdout, base, name, vllm, out string
@@ -95,12 +80,11 @@ func runCalibrate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return fail(1, err)
 	}
-	if err := writeCalibration(o.out, info, res); err != nil {
+	rep, err := writeCalibration(o.out, info, res)
+	if err != nil {
 		return fail(1, err)
 	}
-	var rep bytes.Buffer
-	_ = calibrate.WriteReport(&rep, info, res)
-	_, _ = stdout.Write(rep.Bytes())
+	_, _ = stdout.Write(rep)
 	return 0
 }
 
@@ -251,26 +235,27 @@ func attachServerStats(path string, runs []string, csvPath string, ms []calibrat
 	return nil
 }
 
-// writeCalibration writes catalog.json and report.md to dir.
-func writeCalibration(dir string, info calibrate.ReportInfo, r calibrate.FitResult) error {
+// writeCalibration writes catalog.json, fleet.yaml and report.md to dir and returns the
+// report.
+func writeCalibration(dir string, info calibrate.ReportInfo, r calibrate.FitResult) ([]byte, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	var cat, rep bytes.Buffer
 	if err := calibrate.WriteCatalog(&cat, info.CatalogGPU, info.GPU, r.After.Efficiency); err != nil {
-		return err
+		return nil, err
 	}
 	fleet := fmt.Sprintf("# Sweep-file keys for the calibrated replica (simulate -calibrate); merge them into a sweep file.\n"+
 		"catalog: %s\nfleet: {gpu: %s, model: %s, tp: %d}\nrouter: {network_delay: %s}\n",
 		info.Catalog, info.CatalogGPU, info.Model, max(info.TP, 1), r.After.NetworkDelay.Round(time.Microsecond))
 	if err := os.WriteFile(filepath.Join(dir, "fleet.yaml"), []byte(fleet), 0o644); err != nil {
-		return err
+		return nil, err
 	}
 	if err := calibrate.WriteReport(&rep, info, r); err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, info.Catalog), cat.Bytes(), 0o644); err != nil {
-		return err
+		return nil, err
 	}
-	return os.WriteFile(filepath.Join(dir, "report.md"), rep.Bytes(), 0o644)
+	return rep.Bytes(), os.WriteFile(filepath.Join(dir, "report.md"), rep.Bytes(), 0o644)
 }

@@ -12,15 +12,15 @@ import (
 	"kvroute/results/report"
 )
 
-// isCompare reports whether args ask for a comparison: a -compare flag anywhere, or the
-// compare subcommand first.
-func isCompare(args []string) bool {
-	if len(args) > 0 && args[0] == "compare" {
+// isMode reports whether args ask for mode (compare, calibrate): a -mode flag anywhere, or
+// the mode as the subcommand first.
+func isMode(args []string, mode string) bool {
+	if len(args) > 0 && args[0] == mode {
 		return true
 	}
 	for _, a := range args {
 		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if strings.HasPrefix(a, "-") && name == "compare" {
+		if strings.HasPrefix(a, "-") && name == mode {
 			return true
 		}
 	}

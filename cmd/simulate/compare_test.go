@@ -110,8 +110,8 @@ func TestIsCompare(t *testing.T) {
 		{nil, false},
 	}
 	for _, tc := range cases {
-		if got := isCompare(tc.args); got != tc.want {
-			t.Errorf("isCompare(%q) = %v; want %v", tc.args, got, tc.want)
+		if got := isMode(tc.args, "compare"); got != tc.want {
+			t.Errorf("isMode(%q, compare) = %v; want %v", tc.args, got, tc.want)
 		}
 	}
 }

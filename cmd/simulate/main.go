@@ -95,10 +95,10 @@ func newFlags(stderr io.Writer) (*options, *flag.FlagSet) {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	if isCompare(args) { // simulate -compare SIMDIR,LIVEDIR: see compare.go
+	if isMode(args, "compare") { // simulate -compare SIMDIR,LIVEDIR: see compare.go
 		return runCompare(args, stdout, stderr)
 	}
-	if isCalibrate(args) { // simulate -calibrate FILE|DIR -base GPU: see calibrate.go
+	if isMode(args, "calibrate") { // simulate -calibrate FILE|DIR -base GPU: see calibrate.go
 		return runCalibrate(args, stdout, stderr)
 	}
 	o, err := parseFlags(args, stderr)

@@ -173,6 +173,10 @@ func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	c.HoldoutEvery = cmpOr(c.HoldoutEvery, 5)
 	c.MaxEvaluations = cmpOr(c.MaxEvaluations, 150)
 	server := c.ServerSide()
+	if server {
+		// The servers' histograms have no HTTP hop in them: neither may the replay.
+		c.Base.NetworkDelay = 0
+	}
 	ps := params(c.Base.Deployment.TP, !c.FixNetworkDelay && !server)
 	start := Params{Efficiency: c.Base.Deployment.GPU.Efficiency, NetworkDelay: c.Base.NetworkDelay}
 	ev := evaluator{cfg: c, ctx: ctx, params: ps, server: server}
