@@ -18,6 +18,7 @@ type backend struct {
 	nameHdr       []string // the X-Kvroute-Endpoint header value: name
 	chatURL       *url.URL // where completions go
 	complURL      *url.URL
+	hostPort      string // host:port of url, for llm-d's x-prefiller-host-port header
 	metricsURL    string
 	modelsURL     string
 	stop          chan struct{} // closed when the backend leaves the pool
@@ -53,7 +54,7 @@ func newBackend(spec backendSpec, m *metrics) (*backend, error) {
 		return nil, err
 	}
 	b := &backend{
-		url: spec.url, name: spec.name, nameHdr: []string{spec.name}, chatURL: chat, complURL: compl,
+		url: spec.url, name: spec.name, nameHdr: []string{spec.name}, chatURL: chat, complURL: compl, hostPort: hostPort(chat),
 		metricsURL: spec.url + "/metrics", modelsURL: spec.url + "/v1/models",
 		stop:          make(chan struct{}),
 		ready:         true, // optimistic until the first scrape says otherwise

@@ -195,7 +195,7 @@ func (f forwarder) send(out *http.Request, c *call, b *backend) (*http.Response,
 	req.Body = io.NopCloser(bytes.NewReader(c.body))
 	req.ContentLength = int64(len(c.body)) // a two-step's decode leg carries the prefill's params
 	if c.prefill != nil && c.st.cfg.PD.Mode == PDSidecar {
-		req.Header.Set(prefillerHeader, c.prefill.hostPort())
+		req.Header.Set(prefillerHeader, c.prefill.hostPort)
 	}
 	req.GetBody = nil // the transport cannot rewind the body, so it never sends the request twice
 	resp, err := f.g.opts.Transport.RoundTrip(req)

@@ -193,13 +193,9 @@ func (c *call) endPrefill(u router.Usage, now time.Time) {
 	}
 }
 
-// hostPort is the host:port of b's URL, the port filled from the scheme when absent: what
+// hostPort is the host:port of URL u, the port filled from the scheme when absent: what
 // llm-d's x-prefiller-host-port header carries.
-func (b *backend) hostPort() string {
-	u, err := url.Parse(b.url)
-	if err != nil {
-		return ""
-	}
+func hostPort(u *url.URL) string {
 	if u.Port() != "" {
 		return u.Host
 	}

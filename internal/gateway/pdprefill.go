@@ -57,7 +57,7 @@ func (g *Gateway) prefillLeg(out *http.Request, c *call) error {
 		g.metrics.pdPrefillLeg(b.name, err, time.Since(t0))
 		if err == nil {
 			c.body, err = vllm.DecodeBody(c.body, res.Params)
-			c.prefillCached, c.prefillDone = res.CachedTokens, true
+			c.prefillCached, c.prefillDone = u.CachedTokens, true
 			c.endPrefill(router.Usage{PromptTokens: u.PromptTokens, CachedTokens: u.CachedTokens, CompletionTokens: u.CompletionTokens}, time.Now())
 			if err != nil {
 				return &prefillError{err}

@@ -159,11 +159,9 @@ func writeMember(enc *jsontext.Encoder, name string, v jsontext.Value) error {
 
 // PrefillResult is what a two-step proxy reads from a prefill leg's response.
 type PrefillResult struct {
-	// Params is the response's kv_transfer_params object, as sent.
+	// Params is the response's kv_transfer_params object, as sent. The response's usage is
+	// openai.ParseUsage's.
 	Params jsontext.Value
-	// CachedTokens is usage.prompt_tokens_details.cached_tokens: the prompt tokens the
-	// prefill engine found in its prefix cache (0 when absent or null, as vLLM reports none).
-	CachedTokens int
 }
 
 // ParsePrefillResponse reads a prefill leg's non-streamed response body. It fails with
@@ -172,19 +170,11 @@ type PrefillResult struct {
 func ParsePrefillResponse(body []byte) (PrefillResult, error) {
 	var v struct {
 		Params jsontext.Value `json:"kv_transfer_params"`
-		Usage  *struct {
-			Details *struct {
-				CachedTokens int `json:"cached_tokens"`
-			} `json:"prompt_tokens_details"`
-		} `json:"usage"`
 	}
 	if err := json.Unmarshal(body, &v); err != nil {
 		return PrefillResult{}, fmt.Errorf("vllm: prefill response: %w", err)
 	}
 	var r PrefillResult
-	if v.Usage != nil && v.Usage.Details != nil {
-		r.CachedTokens = v.Usage.Details.CachedTokens
-	}
 	switch {
 	case len(v.Params) == 0 || v.Params.Kind() == 'n':
 		return r, ErrNoKVTransferParams

@@ -80,10 +80,10 @@ func TestParsePrefillResponse(t *testing.T) {
 		err        error
 	}{
 		{"vllm", `{"choices":[],"kv_transfer_params":{"do_remote_prefill":true,"remote_block_ids":[3]},"usage":{"prompt_tokens":40,"prompt_tokens_details":{"cached_tokens":32}}}`,
-			PrefillResult{Params: jsontext.Value(`{"do_remote_prefill":true,"remote_block_ids":[3]}`), CachedTokens: 32}, nil},
+			PrefillResult{Params: jsontext.Value(`{"do_remote_prefill":true,"remote_block_ids":[3]}`)}, nil},
 		{"null details", `{"kv_transfer_params":{"a":1},"usage":{"prompt_tokens_details":null}}`,
 			PrefillResult{Params: jsontext.Value(`{"a":1}`)}, nil},
-		{"absent", `{"usage":{"prompt_tokens_details":{"cached_tokens":16}}}`, PrefillResult{CachedTokens: 16}, ErrNoKVTransferParams},
+		{"absent", `{"usage":{"prompt_tokens_details":{"cached_tokens":16}}}`, PrefillResult{}, ErrNoKVTransferParams},
 		{"null", `{"kv_transfer_params":null}`, PrefillResult{}, ErrNoKVTransferParams},
 		{"array", `{"kv_transfer_params":[1]}`, PrefillResult{}, ErrNotObject},
 		{"huge", huge, PrefillResult{}, nil},
