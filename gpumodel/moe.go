@@ -82,8 +82,15 @@ func (m Model) ExpectedExpertsTouched(tokens float64) float64 {
 	if m.Experts <= 0 {
 		return 1
 	}
-	e, k := float64(m.Experts), float64(m.ExpertsPerToken)
-	return e * (1 - math.Pow(1-k/e, tokens))
+	return expertsTouched(float64(m.Experts), missLog(m), tokens)
+}
+
+// missLog is log(1 − k/E): the log-probability that one token routes past a given expert.
+func missLog(m Model) float64 { return math.Log1p(-float64(m.ExpertsPerToken) / float64(m.Experts)) }
+
+// expertsTouched is E × (1 − (1 − k/E)^tokens), from missLog's value, for tokens > 0.
+func expertsTouched(experts, missLog, tokens float64) float64 {
+	return -experts * math.Expm1(tokens*missLog)
 }
 
 func (m Model) validateMoE() []error {

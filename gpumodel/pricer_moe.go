@@ -4,7 +4,8 @@ package gpumodel
 // sliding-window attention (moe.go says what they model). The zero value prices a dense
 // model with full attention in every layer: every method returns 0.
 type sparse struct {
-	model            Model   // for ExpectedExpertsTouched; zero when dense
+	experts          float64 // experts per layer; 0 when dense
+	missLog          float64 // log(1 − k/E), for the experts a step touches
 	bytesPerExpert   float64 // one expert in every layer, per GPU
 	window           float64 // sliding window in tokens; 0 when none
 	windowFLOPsPair  float64 // 4 × sliding layers × heads/TP × head dim
@@ -17,7 +18,7 @@ func newSparse(d Deployment) sparse {
 	m, tp := d.Model, float64(max(d.TP, 1))
 	var s sparse
 	if m.Experts > 0 {
-		s.model = m
+		s.experts, s.missLog = float64(m.Experts), missLog(m)
 		s.bytesPerExpert = float64(m.Layers) * float64(m.ExpertParams()) * expertBytes(m, d.Quantization) / tp
 		s.expertFLOPsToken = 2 * float64(m.Layers) * float64(m.ActiveExperts()) * float64(m.ExpertParams()) / tp
 		if e := d.GPU.Efficiency; e.ExpertMFU > 0 {
@@ -41,15 +42,15 @@ func (s sparse) expertExtraBF16(tokens, linSpeedup float64) float64 {
 
 // allExpertBytes returns the bytes of every expert of every layer, per GPU.
 func (s sparse) allExpertBytes() float64 {
-	return s.bytesPerExpert * float64(s.model.Experts)
+	return s.bytesPerExpert * s.experts
 }
 
 // expertBytes returns the expert weights a step of tokens tokens streams, per GPU.
 func (s sparse) expertBytes(tokens float64) float64 {
-	if s.bytesPerExpert == 0 {
+	if s.bytesPerExpert == 0 || tokens <= 0 {
 		return 0
 	}
-	return s.bytesPerExpert * s.model.ExpectedExpertsTouched(tokens)
+	return s.bytesPerExpert * expertsTouched(s.experts, s.missLog, tokens)
 }
 
 // prefillWindowFLOPs returns the sliding-window layers' attention FLOPs of st's prefill
