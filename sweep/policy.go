@@ -38,24 +38,19 @@ func (p *PolicySpec) UnmarshalYAML(n *yaml.Node) error {
 	if err != nil {
 		return err
 	}
-	name, ok := m["name"].(string)
-	if !ok || name == "" {
-		return fmt.Errorf("line %d: policy: the mapping needs a name", n.Line)
+	s, err := specOf(m)
+	if err != nil {
+		return fmt.Errorf("line %d: policy: %w", n.Line, err)
 	}
-	delete(m, "name")
-	if isPDSpec(m) {
-		pd, err := decodePDSpec(n.Line, m)
+	if isPDSpec(s.Params) {
+		pd, err := decodePDSpec(n.Line, s.Params)
 		if err != nil {
 			return err
 		}
-		*p = PolicySpec{Name: name, PD: pd}
+		*p = PolicySpec{Name: s.Name, PD: pd}
 		return nil
 	}
-	*p = PolicySpec{Name: name, Params: m}
-	if len(m) == 0 {
-		p.Params = nil
-	}
-	*p = withProfile(*p)
+	*p = withProfile(s)
 	return nil
 }
 

@@ -108,22 +108,25 @@ func (f FleetConfig) Layout(section string) ([]PoolConfig, error) {
 	}
 	var errs []error
 	out := make([]PoolConfig, len(pools))
-	roles := map[string]bool{}
+	prefill, decode := false, false
 	for i, p := range pools {
 		p.ReplicaConfig = inherit(p.ReplicaConfig, f.ReplicaConfig)
-		out[i], roles[p.Role] = p, true
-	}
-	if !roles[RolePrefill] || !roles[RoleDecode] {
-		errs = append(errs, keyErr(section, "pools", ": want a prefill pool and a decode pool at least"))
-	}
-	for i, p := range pools {
+		out[i] = p
 		key := fmt.Sprintf("pools[%d]", i)
-		if p.Role != RolePrefill && p.Role != RoleDecode {
+		switch p.Role {
+		case RolePrefill:
+			prefill = true
+		case RoleDecode:
+			decode = true
+		default:
 			errs = append(errs, keyErr(section, key+".role", " %q: want prefill or decode", p.Role))
 		}
 		if p.Replicas < 1 || p.Replicas > MaxFleetReplicas {
 			errs = append(errs, keyErr(section, key+".replicas", " %d: want 1..%d", p.Replicas, MaxFleetReplicas))
 		}
+	}
+	if !prefill || !decode {
+		errs = append(errs, keyErr(section, "pools", ": want a prefill pool and a decode pool at least"))
 	}
 	return out, errors.Join(errs...)
 }
@@ -206,6 +209,7 @@ func (f FleetConfig) PoolEngines(cat gpumodel.Catalog, section string) ([]PoolEn
 	}
 	errs := []error{f.KVTransfer.validate(section + ".kv_transfer")}
 	var out []PoolEngines
+	v0 := false
 	for i, p := range pools {
 		ec, err := p.ReplicaConfig.Engine(cat, fmt.Sprintf("%s.pools[%d]", section, i))
 		if err != nil {
@@ -213,7 +217,8 @@ func (f FleetConfig) PoolEngines(cat gpumodel.Catalog, section string) ([]PoolEn
 			continue
 		}
 		ec.KVTransfer = f.KVTransfer.engine()
-		if ec.Release.V0Scheduler {
+		if ec.Release.V0Scheduler && !v0 {
+			v0 = true // one error, though every pool inherits the fleet's release
 			errs = append(errs, keyErr(section, "vllm", ": %s has no NIXL connector (V1 only)", ec.Release.Name))
 		}
 		pe := PoolEngines{Role: p.Role, Engines: make([]engine.Config, p.Replicas)}
