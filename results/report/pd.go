@@ -118,8 +118,7 @@ func (p pdPoint) pdVerdict() (split pdConfig, diff stats.Interval, sign int, ok 
 	if !ok || !agg.ok {
 		return pdConfig{}, stats.Interval{}, 0, false
 	}
-	x, y := paired(split.j.best, agg.j.best, metric("goodput_rps"))
-	diff, _ = stats.PairedT(x, y, false)
+	diff = goodputDiff(split.j.best, agg.j.best)
 	switch {
 	case !diff.Tested() || math.Abs(diff.Mean) < PDMinGain*agg.j.bestIV.Mean:
 	case diff.Lo > 0:
@@ -240,16 +239,18 @@ func variants(cs []*cell) []string {
 // policies by goodput, their share of requests within the SLO, p99 TTFT and TPOT, and the
 // goodput difference from the aggregated fleet's best.
 func writePDSection(b *strings.Builder, plan []groupPlan) {
-	fams := pdFamilies(plan)
+	var fams []pdFamily
+	for _, f := range pdFamilies(plan) {
+		if f.sloText() != "" { // without an SLO there is no goodput: the answer line says so
+			fams = append(fams, f)
+		}
+	}
 	if len(fams) == 0 {
 		return
 	}
 	b.WriteString(SectionPD + "\n\n")
 	for _, f := range fams {
 		slo := f.sloText()
-		if slo == "" {
-			continue
-		}
 		fmt.Fprintf(b, "**%s**, by fleet split, under the SLO (%s): per split the policy with the most goodput (and those "+
 			"tied with it), its requests within the SLO, p99 TTFT and p99 TPOT, and its goodput minus the aggregated fleet's "+
 			"best (paired over replications):\n\n", f.base, slo)
@@ -278,9 +279,14 @@ func pdRow(p pdPoint, i int, c pdConfig) []string {
 	if i == 0 || !agg.ok {
 		return append(row, "—")
 	}
-	x, y := paired(best, agg.j.best, metric("goodput_rps"))
+	return append(row, diffText(goodputDiff(best, agg.j.best)))
+}
+
+// goodputDiff is c's goodput minus base's, paired over replications.
+func goodputDiff(c, base *cell) stats.Interval {
+	x, y := paired(c, base, metric("goodput_rps"))
 	diff, _ := stats.PairedT(x, y, false)
-	return append(row, diffText(diff))
+	return diff
 }
 
 // withinSLO is the mean share of the cell's requests that met the SLO, in percent.
