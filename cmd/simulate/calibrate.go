@@ -209,12 +209,12 @@ func readLoadgenDir(dir string) ([]calibrate.Measurement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ms, attachServerStats(filepath.Join(dir, loadgen.MetricsFile), names, path, ms)
+	return ms, attachServerStats(filepath.Join(dir, loadgen.MetricsFile), names, ms)
 }
 
 // attachServerStats reads the metrics file at path, if there is one, and gives each
-// measurement of requests (read from csvPath) its run's server-side latencies.
-func attachServerStats(path string, runs []string, csvPath string, ms []calibrate.Measurement) error {
+// measurement its run's server-side latencies.
+func attachServerStats(path string, runs []string, ms []calibrate.Measurement) error {
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -228,7 +228,7 @@ func attachServerStats(path string, runs []string, csvPath string, ms []calibrat
 		return err
 	}
 	for i := range ms {
-		if s, ok := byRun[strings.TrimPrefix(ms[i].Source, csvPath+" run ")]; ok {
+		if s, ok := byRun[ms[i].Run]; ok {
 			ms[i].Server = &s
 		}
 	}

@@ -69,7 +69,7 @@ func ParseRequestsCSV(r io.Reader, name string, runs []string) ([]Measurement, e
 			continue
 		}
 		sortByArrival(reqs)
-		m := Measurement{Source: name + " run " + runs[k], Requests: reqs}
+		m := Measurement{Source: name + " run " + runs[k], Run: runs[k], Requests: reqs}
 		if err := m.Validate(); err != nil {
 			return nil, err
 		}

@@ -32,6 +32,8 @@ func (o Observed) TPOT() (time.Duration, bool) {
 type Measurement struct {
 	// Source names the file or directory (and run) it was read from, for errors and reports.
 	Source string
+	// Run is the run's name in a loadgen directory (its summary.json); empty for other sources.
+	Run string
 	// Model is the model the run asked for (vLLM's model_id); may be empty.
 	Model string
 	// MaxConcurrency is the client's cap on requests in flight; 0 means none.
