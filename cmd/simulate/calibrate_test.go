@@ -132,7 +132,7 @@ func TestCalibrateRecoversEmulatedFleet(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-time emulator runs; skipped with -short")
 	}
-	size, evals := calSize{fitN: 80, holdN: 60, fitRate: 4, holdRate: 4}, "150"
+	size, evals := calSize{fitN: 80, holdN: 120, fitRate: 4, holdRate: 8}, "150"
 	switch {
 	case *calibrationFull:
 		size = calSize{fitN: 600, holdN: 400, fitRate: 4, holdRate: 4}
