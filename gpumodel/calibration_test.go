@@ -20,13 +20,16 @@ const (
 )
 
 type calibrationPoint struct {
-	Name    string  `json:"name"`
-	Kind    string  `json:"kind"` // step | layer_linear | kv_capacity | workload | offload
-	GPU     string  `json:"gpu"`
-	Model   string  `json:"model"`
-	TP      int     `json:"tp"`
-	Prefill []Chunk `json:"prefill"`
-	Decode  struct {
+	Name  string `json:"name"`
+	Kind  string `json:"kind"` // step | layer_linear | kv_capacity | workload | offload
+	GPU   string `json:"gpu"`
+	Model string `json:"model"`
+	TP    int    `json:"tp"`
+	// DisableCustomAllReduce prices the point's all-reduces as NCCL's (a measurement from
+	// before vLLM had its custom all-reduce, or with --disable-custom-all-reduce).
+	DisableCustomAllReduce bool    `json:"disable_custom_all_reduce"`
+	Prefill                []Chunk `json:"prefill"`
+	Decode                 struct {
 		Seqs    int `json:"seqs"`
 		Context int `json:"context"`
 	} `json:"decode"`
@@ -83,6 +86,7 @@ func price(p calibrationPoint, allReduce bool) (float64, error) {
 		return 0, err
 	}
 	d := DefaultDeployment(g, m, p.TP)
+	d.DisableCustomAllReduce = p.DisableCustomAllReduce
 	pr, err := NewPricer(d)
 	if err != nil {
 		return 0, err

@@ -53,6 +53,7 @@ type gpuSpec struct {
 	MemoryBandwidthTBps *float64    `json:"memory_bandwidth_tbps,omitempty"`
 	LinkBandwidthGBps   *float64    `json:"link_bandwidth_gbps,omitempty"`
 	LinkLatencyMicros   *float64    `json:"link_latency_us,omitempty"`
+	CustomARMicros      *float64    `json:"custom_all_reduce_latency_us,omitempty"`
 	HostBandwidthGBps   *float64    `json:"host_bandwidth_gbps,omitempty"`
 	NICGbps             *float64    `json:"nic_gbps,omitempty"`
 	Efficiency          *efficiency `json:"efficiency,omitempty"`
@@ -341,6 +342,12 @@ func (s gpuSpec) build(c Catalog) (GPU, error) {
 		}
 		g.LinkLatency = time.Duration(math.Round(*s.LinkLatencyMicros * 1e3))
 	}
+	if s.CustomARMicros != nil {
+		if v := *s.CustomARMicros; !(v >= 0 && v < 1e9) {
+			return GPU{}, fmt.Errorf("custom_all_reduce_latency_us must be in [0, 1e9), got %v", v)
+		}
+		g.CustomAllReduceLatency = time.Duration(math.Round(*s.CustomARMicros * 1e3))
+	}
 	if e := s.Efficiency; e != nil {
 		setScaled(&g.Efficiency.PrefillMFU, e.PrefillMFU, 1)
 		setScaled(&g.Efficiency.DecodeMFU, e.DecodeMFU, 1)
@@ -435,6 +442,7 @@ func (c Catalog) WriteJSON(w io.Writer) error {
 			MemoryBandwidthTBps: ptr(g.MemoryBandwidth / 1e12),
 			LinkBandwidthGBps:   ptr(g.LinkBandwidth / 1e9),
 			LinkLatencyMicros:   ptr(float64(g.LinkLatency) / 1e3),
+			CustomARMicros:      optional(float64(g.CustomAllReduceLatency) / 1e3),
 			HostBandwidthGBps:   optional(g.HostBandwidth / 1e9),
 			NICGbps:             optional(g.NICGbps),
 			Efficiency: &efficiency{

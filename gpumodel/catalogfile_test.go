@@ -83,6 +83,8 @@ func TestLoadCatalogErrors(t *testing.T) {
 			"must be a multiple of kv_heads", nil},
 		{"unknown quantization", `{"models": [{"name": "m", "base": "Llama-3.1-8B", "quantization": "int3"}]}`, 1,
 			`unknown quantization "int3"`, nil},
+		{"negative custom all-reduce latency", `{"gpus": [{"name": "g", "base": "h100", "custom_all_reduce_latency_us": -1}]}`, 1,
+			"custom_all_reduce_latency_us must be in", nil},
 		{"negative fp8 peak", `{"gpus": [{"name": "g", "base": "L4", "peak_fp8_tflops": -1}]}`, 1, "peak FP8 FLOP/s", nil},
 		{"empty alias", `{"models": [{"name": "m", "base": "Llama-3.1-8B", "aliases": [""]}]}`, 1, "aliases must not be empty", nil},
 		{"gpus not an array", `{"gpus": {}}`, 1, "must be an array", nil},
@@ -184,6 +186,7 @@ func FuzzLoadCatalog(f *testing.F) {
 	f.Add([]byte(`{"gpus": [` + validGPU + `]}`))
 	f.Add([]byte(`{"models": [{"name": "m", "base": "Llama-3.1-8B", "dtype_bytes": 1}]}`))
 	f.Add([]byte(`{"gpus": [{"name": "g", "base": "h100", "link_latency_us": 1e300}]}`))
+	f.Add([]byte(`{"gpus": [{"name": "g", "base": "a100", "custom_all_reduce_latency_us": 9.5}]}`))
 	f.Add([]byte(`{} {}`))
 	f.Add([]byte(`{"gpus": {}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -82,6 +82,22 @@ type Deployment struct {
 	NonTorchBytes int64
 	// Overheads are the fixed per-step, per-layer and per-request costs.
 	Overheads Overheads
+	// DisableCustomAllReduce is vLLM's --disable-custom-all-reduce: every tensor-parallel
+	// all-reduce runs through NCCL (GPU.LinkLatency).
+	DisableCustomAllReduce bool
+}
+
+// customAllReduceMaxBytes is the largest tensor vLLM's custom all-reduce takes, exclusive
+// (CustomAllreduce's max_size, 8 MiB; see GPU.CustomAllReduceLatency).
+const customAllReduceMaxBytes = 8 << 20
+
+// customAllReduceSizes are the tensor-parallel sizes vLLM's custom all-reduce supports.
+var customAllReduceSizes = map[int]bool{2: true, 4: true, 6: true, 8: true}
+
+// usesCustomAllReduce reports whether d's small all-reduces run through vLLM's custom
+// kernel: TP 2, 4, 6 or 8, not disabled, on a GPU with a measured latency for it.
+func (d Deployment) usesCustomAllReduce() bool {
+	return customAllReduceSizes[d.TP] && !d.DisableCustomAllReduce && d.GPU.CustomAllReduceLatency > 0
 }
 
 // DefaultDeployment returns a replica of m on tp GPUs of type g with vLLM's

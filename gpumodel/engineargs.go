@@ -17,6 +17,8 @@ type EngineArgs struct {
 	KVCacheDType string
 	// MaxNumBatchedTokens and MaxNumSeqs are the per-step token budget and sequence cap.
 	MaxNumBatchedTokens, MaxNumSeqs int
+	// DisableCustomAllReduce is --disable-custom-all-reduce (all-reduces through NCCL).
+	DisableCustomAllReduce bool
 }
 
 // Deployment returns vLLM's replica of m on tp GPUs g with a applied. The activation reserve
@@ -52,6 +54,7 @@ func (a EngineArgs) Deployment(g GPU, m Model, tp int) (Deployment, error) {
 	if a.MaxNumSeqs > 0 {
 		d.MaxNumSeqs = a.MaxNumSeqs
 	}
+	d.DisableCustomAllReduce = a.DisableCustomAllReduce
 	d.ActivationReserveBytes = EstimateActivationReserve(m, tp, d.MaxNumBatchedTokens, d.MaxNumSeqs)
 	return d, errors.Join(errs...)
 }

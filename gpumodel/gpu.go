@@ -32,8 +32,12 @@ type GPU struct {
 	// LinkBandwidth is the per-direction bandwidth in bytes/s of the link that
 	// carries tensor-parallel all-reduce (NVLink, or PCIe where there is none).
 	LinkBandwidth float64
-	// LinkLatency is the fixed cost of one small tensor-parallel all-reduce.
+	// LinkLatency is the fixed cost of one small tensor-parallel all-reduce run by NCCL.
 	LinkLatency time.Duration
+	// CustomAllReduceLatency is the fixed cost of one all-reduce run by vLLM's custom
+	// all-reduce kernel, which vLLM uses instead of NCCL for tensors under 8 MiB at TP 2, 4, 6
+	// or 8 (Pricer); 0 when unmeasured, and then NCCL's LinkLatency prices every all-reduce.
+	CustomAllReduceLatency time.Duration
 	// HostBandwidth is the one-way GPU↔host (PCIe) copy bandwidth in bytes/s that a KV
 	// offload to CPU memory reaches, per GPU; 0 when unknown (a replica cannot then offload
 	// unless its configuration gives one).
@@ -110,8 +114,9 @@ func (g GPU) Validate() error {
 	if !(g.NICGbps >= 0 && !math.IsInf(g.NICGbps, 1)) {
 		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: nic Gbit/s must be finite and not negative, got %v", g.Name, g.NICGbps))
 	}
-	if g.LinkLatency < 0 {
-		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: link latency must not be negative, got %v", g.Name, g.LinkLatency))
+	if g.LinkLatency < 0 || g.CustomAllReduceLatency < 0 {
+		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: all-reduce latencies must not be negative, got %v and %v (custom)",
+			g.Name, g.LinkLatency, g.CustomAllReduceLatency))
 	}
 	if err := g.Efficiency.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("gpumodel: gpu %q: %w", g.Name, err))
@@ -142,6 +147,17 @@ func (g GPU) Validate() error {
 //     (34–61). H200 takes H100's (same NVLink 4 switch). A decode step of a 70B model at TP 4
 //     runs 160 of them. L40S and L4 keep an unmeasured 30 µs prior (Vidur has no PCIe
 //     all-reduce profile); an all-reduce over PCIe is likely slower than over NVLink.
+//   - CustomAllReduceLatency: vLLM runs its own one-kernel all-reduce, not NCCL, on tensors
+//     under 8 MiB when TP is 2, 4, 6 or 8 and the GPUs are NVLink-connected (or TP is 2),
+//     unless --disable-custom-all-reduce (vllm-project/vllm@00d618aa vllm/distributed/
+//     device_communicators/custom_all_reduce.py: CustomAllreduce's _SUPPORTED_WORLD_SIZES,
+//     max_size=8192*1024 and should_custom_ar; introduced by PR #2192, January 2024). A
+//     decode step's all-reduces are that small. vLLM's own benchmark
+//     (benchmarks/kernels/benchmark_device_communicators.py, CUDA-graph replay, in PR #24111)
+//     times it on H100 at 7 µs for a 0.5 MB tensor at TP 2 and 10 µs at TP 4 (PR #24532: 10
+//     µs at TP 4); less the transfer this model adds (1.5 and 2.2 µs) that is 5.5 and 7.8 µs,
+//     so 7 µs. H200 takes H100's. A100, L40S and L4 have no measurement here and keep NCCL's
+//     figure for every all-reduce (0).
 //   - HostBandwidth: measured on H100 only, in vLLM's offloading blog (vllm-project/
 //     vllm-project.github.io@c3a01c4a5807 _posts/2026-01-08-kv-offloading-connector.md):
 //     its copy microbenchmark moves 1000 blocks GPU→CPU or CPU→GPU at about 50 GB/s one way
@@ -228,17 +244,18 @@ func A100SXM80GB() GPU {
 // 3.35 TB/s, NVLink 4.
 func H100SXM80GB() GPU {
 	return GPU{
-		Name:            "H100-SXM-80GB",
-		Aliases:         []string{"h100", "h100-80gb", "h100-sxm", "h100-sxm5-80gb"},
-		PeakFLOPS:       989.4e12,
-		PeakFP8FLOPS:    1978.9e12,
-		MemoryBytes:     gib(79.22),
-		MemoryBandwidth: 3.35e12,
-		LinkBandwidth:   450e9,
-		LinkLatency:     37 * time.Microsecond,
-		HostBandwidth:   44e9,
-		NICGbps:         400,
-		Efficiency:      hopperEfficiency(),
+		Name:                   "H100-SXM-80GB",
+		Aliases:                []string{"h100", "h100-80gb", "h100-sxm", "h100-sxm5-80gb"},
+		PeakFLOPS:              989.4e12,
+		PeakFP8FLOPS:           1978.9e12,
+		MemoryBytes:            gib(79.22),
+		MemoryBandwidth:        3.35e12,
+		LinkBandwidth:          450e9,
+		LinkLatency:            37 * time.Microsecond,
+		CustomAllReduceLatency: 7 * time.Microsecond,
+		HostBandwidth:          44e9,
+		NICGbps:                400,
+		Efficiency:             hopperEfficiency(),
 	}
 }
 
@@ -267,17 +284,18 @@ func H100PCIe80GB() GPU {
 // BF16, 1,979 FP8) with 141 GB HBM3e at 4.8 TB/s, NVLink 4.
 func H200SXM141GB() GPU {
 	return GPU{
-		Name:            "H200-SXM-141GB",
-		Aliases:         []string{"h200", "h200-sxm", "h200-141gb"},
-		PeakFLOPS:       989.4e12,
-		PeakFP8FLOPS:    1978.9e12,
-		MemoryBytes:     gib(139.81),
-		MemoryBandwidth: 4.8e12,
-		LinkBandwidth:   450e9,
-		LinkLatency:     37 * time.Microsecond,
-		HostBandwidth:   44e9,
-		NICGbps:         400,
-		Efficiency:      hopperEfficiency(),
+		Name:                   "H200-SXM-141GB",
+		Aliases:                []string{"h200", "h200-sxm", "h200-141gb"},
+		PeakFLOPS:              989.4e12,
+		PeakFP8FLOPS:           1978.9e12,
+		MemoryBytes:            gib(139.81),
+		MemoryBandwidth:        4.8e12,
+		LinkBandwidth:          450e9,
+		LinkLatency:            37 * time.Microsecond,
+		CustomAllReduceLatency: 7 * time.Microsecond,
+		HostBandwidth:          44e9,
+		NICGbps:                400,
+		Efficiency:             hopperEfficiency(),
 	}
 }
 

@@ -3,6 +3,7 @@ package gpumodel
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 	"time"
 )
@@ -272,5 +273,53 @@ func BenchmarkStepTime(b *testing.B) {
 	}
 	if sink <= 0 {
 		b.Fatal("no time priced")
+	}
+}
+
+// TestCustomAllReduce checks which all-reduces the pricer charges at vLLM's custom
+// all-reduce latency: those of a TP 2, 4, 6 or 8 replica on a GPU with a measured latency,
+// not disabled, whose tensor (step tokens × hidden × dtype bytes) is under 8 MiB.
+func TestCustomAllReduce(t *testing.T) {
+	h100, a100 := H100SXM80GB(), A100SXM80GB()
+	m, err := LookupModel("Qwen3-32B") // hidden 5120 in BF16: 8 MiB is 819.2 tokens
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name    string
+		gpu     GPU
+		tp      int
+		disable bool
+		tokens  int
+		custom  bool
+	}{
+		{"tp2 decode", h100, 2, false, 16, true},
+		{"tp4 decode", h100, 4, false, 16, true},
+		{"819 tokens, under 8 MiB", h100, 2, false, 819, true},
+		{"820 tokens, over 8 MiB", h100, 2, false, 820, false},
+		{"disabled", h100, 2, true, 16, false},
+		{"tp16 unsupported", h100, 16, false, 16, false},
+		{"unmeasured gpu", a100, 2, false, 16, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			d := DefaultDeployment(c.gpu, m, c.tp)
+			d.DisableCustomAllReduce = c.disable
+			p, err := NewPricer(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s := NewStep(nil, make([]int, c.tokens))
+			latency := c.gpu.LinkLatency
+			if c.custom {
+				latency = c.gpu.CustomAllReduceLatency
+			}
+			transfer := float64(2*m.Layers) * float64(m.Hidden*m.DTypeBytes) * 2 * float64(c.tp-1) / float64(c.tp) /
+				(c.gpu.LinkBandwidth * c.gpu.Efficiency.Link) * float64(c.tokens)
+			want := float64(2*m.Layers)*latency.Seconds() + transfer
+			if got := p.Breakdown(s).Comm.Seconds(); math.Abs(got-want) > 1e-9 {
+				t.Errorf("comm = %.3f ms, want %.3f ms (%d all-reduces at %v)", got*1e3, want*1e3, 2*m.Layers, latency)
+			}
+		})
 	}
 }

@@ -155,7 +155,7 @@ func (r ReplicaConfig) deployment(g gpumodel.GPU, m gpumodel.Model, section stri
 	tp := max(r.TP, 1)
 	d, err := gpumodel.EngineArgs{
 		GPUMemoryUtilization: r.MemoryUtilization, Quantization: r.Quantization, KVCacheDType: r.KVCacheDType,
-		MaxNumBatchedTokens: r.MaxNumBatchedTokens, MaxNumSeqs: r.MaxNumSeqs,
+		MaxNumBatchedTokens: r.MaxNumBatchedTokens, MaxNumSeqs: r.MaxNumSeqs, DisableCustomAllReduce: r.DisableCustomAllReduce,
 	}.Deployment(g, m, tp)
 	if joined, ok := err.(interface{ Unwrap() []error }); ok {
 		var errs []error

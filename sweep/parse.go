@@ -97,6 +97,9 @@ type ReplicaConfig struct {
 	MaxNumBatchedTokens int `yaml:"max_num_batched_tokens,omitempty"`
 	// MaxNumSeqs is vLLM's --max-num-seqs (0: vLLM's default for the GPU).
 	MaxNumSeqs int `yaml:"max_num_seqs,omitempty"`
+	// DisableCustomAllReduce is vLLM's --disable-custom-all-reduce: a TP replica's
+	// all-reduces run through NCCL instead of vLLM's custom kernel (gpumodel.GPU).
+	DisableCustomAllReduce bool `yaml:"disable_custom_all_reduce,omitempty"`
 	// VLLM names the vLLM release whose semantics the simulated engine follows (empty: the
 	// newest modelled); the simulator checks the name.
 	VLLM string `yaml:"vllm,omitempty"`

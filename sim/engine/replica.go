@@ -359,7 +359,7 @@ func (r *Replica) stepTime(step gpumodel.Step, behind bool) time.Duration {
 		return r.cfg.StepTime(step)
 	}
 	if !behind || r.gpu == nil {
-		return r.pricer.StepTime(step)
+		return r.pricer.StepTime(step) + r.sem.HostStep
 	}
 	cpu := r.cpuStep + time.Duration(step.PrefillChunks+step.DecodeSeqs)*r.cpuReq
 	return max(r.gpu.StepTime(step), cpu)
