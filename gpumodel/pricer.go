@@ -56,8 +56,8 @@ type Pricer struct {
 	linSpeedup        float64 // linear-layer peak / BF16 peak: 2 for FP8 on Hopper and Ada, else 1
 	secPerByte        float64
 	arFixed           float64 // all-reduce latency per step, seconds
-	arFixedCustom     float64 // the same through vLLM's custom all-reduce; arFixed where unused
-	arCustomBelow     float64 // step tokens under which the custom all-reduce runs
+	arFixedCustom     float64 // the same through vLLM's custom all-reduce
+	arCustomBelow     float64 // step tokens under which the custom all-reduce runs; 0 where it never does
 	arPerToken        float64 // all-reduce transfer per token, seconds
 	overheadFixed     float64 // per step + per layer, seconds
 	overheadPerReq    float64 // seconds per chunk or sequence
@@ -102,7 +102,6 @@ func NewPricer(d Deployment) (*Pricer, error) {
 		// all-reduce moves 2·(TP−1)/TP of the tensor through each GPU's link.
 		allReduces := 2 * layers
 		p.arFixed = allReduces * g.LinkLatency.Seconds()
-		p.arFixedCustom = p.arFixed
 		if d.usesCustomAllReduce() {
 			// vLLM's kernel takes an all-reduce whose tensor (tokens × hidden in the
 			// activations' dtype) is under customAllReduceMaxBytes; NCCL the rest.
@@ -166,10 +165,11 @@ func (p *Pricer) parts(w work) (prefill, memory, decode, comm, overhead float64)
 	prefill = (w.prefillBF16 + w.prefillExtra) * p.secPerPrefillFLOP
 	memory = w.bytes * p.secPerByte
 	decode = (w.decodeBF16 + w.decodeExtra) * p.secPerDecodeFLOP
-	comm = p.arFixed + p.arPerToken*w.tokens
+	fixed := p.arFixed
 	if w.tokens < p.arCustomBelow {
-		comm = p.arFixedCustom + p.arPerToken*w.tokens
+		fixed = p.arFixedCustom
 	}
+	comm = fixed + p.arPerToken*w.tokens
 	overhead = p.overheadFixed + p.overheadPerReq*w.requests
 	return prefill, memory, decode, comm, overhead
 }

@@ -281,7 +281,7 @@ func BenchmarkStepTime(b *testing.B) {
 // not disabled, whose tensor (step tokens × hidden × dtype bytes) is under 8 MiB.
 func TestCustomAllReduce(t *testing.T) {
 	h100, a100 := H100SXM80GB(), A100SXM80GB()
-	m, err := LookupModel("Qwen3-32B") // hidden 5120 in BF16: 8 MiB is 819.2 tokens
+	m, err := LookupModel("Llama-3.1-8B") // hidden 4096 in BF16: 8 MiB is 1,024 tokens exactly
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,9 +295,10 @@ func TestCustomAllReduce(t *testing.T) {
 	}{
 		{"tp2 decode", h100, 2, false, 16, true},
 		{"tp4 decode", h100, 4, false, 16, true},
-		{"819 tokens, under 8 MiB", h100, 2, false, 819, true},
-		{"820 tokens, over 8 MiB", h100, 2, false, 820, false},
+		{"1023 tokens, under 8 MiB", h100, 2, false, 1023, true},
+		{"1024 tokens, 8 MiB (vLLM's bound is exclusive)", h100, 2, false, 1024, false},
 		{"disabled", h100, 2, true, 16, false},
+		{"tp8", h100, 8, false, 16, true},
 		{"tp16 unsupported", h100, 16, false, 16, false},
 		{"unmeasured gpu", a100, 2, false, 16, false},
 	}

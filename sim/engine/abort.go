@@ -1,5 +1,7 @@
 package engine
 
+import "kvroute/sim"
+
 // Abort ends req at the kernel's current time, as vLLM aborts a request whose client went
 // away. A waiting request leaves the queue at once. A running request ends when the step in
 // flight does, since vLLM applies aborts between steps: it keeps the token that step gives it,
@@ -9,11 +11,7 @@ package engine
 func (r *Replica) Abort(req *Request) bool {
 	for i, s := range r.waiting {
 		if s.req == req {
-			copy(r.waiting[i:], r.waiting[i+1:])
-			r.waiting[len(r.waiting)-1] = nil
-			r.waiting = r.waiting[:len(r.waiting)-1]
-			r.dropLoad(s)
-			r.end(s, Aborted, r.k.Now())
+			r.abortWaiting(i, r.k.Now())
 			return true
 		}
 	}
@@ -26,6 +24,17 @@ func (r *Replica) Abort(req *Request) bool {
 		}
 	}
 	return false
+}
+
+// abortWaiting takes waiting request i out of the queue, lets go of what it holds for a
+// load or a read, and ends it Aborted.
+func (r *Replica) abortWaiting(i int, now sim.Time) {
+	s := r.waiting[i]
+	copy(r.waiting[i:], r.waiting[i+1:])
+	r.waiting[len(r.waiting)-1] = nil
+	r.waiting = r.waiting[:len(r.waiting)-1]
+	r.dropLoad(s)
+	r.end(s, Aborted, now)
 }
 
 // dropAborted brings aborted request s up to date and frees its blocks at the end of a step;

@@ -165,12 +165,7 @@ func (r *Replica) RemoteKVDone(req *Request, ok bool) {
 			s.computed = s.numTokens() - 1
 			s.remote = int32(s.computed - hit)
 		case !r.cfg.KVTransfer.Recompute:
-			copy(r.waiting[i:], r.waiting[i+1:])
-			r.waiting[len(r.waiting)-1] = nil
-			r.waiting = r.waiting[:len(r.waiting)-1]
-			r.pool.release(s.blocks)
-			s.blocks = s.blocks[:0]
-			r.end(s, Aborted, now)
+			r.abortWaiting(i, now)
 			r.kick(now)
 			return
 		}

@@ -51,7 +51,7 @@ type Semantics struct {
 	// gpumodel/testdata/calibration.json once all-reduces are priced as vLLM's custom
 	// all-reduce (gpumodel.GPU.CustomAllReduceLatency): with 2 ms the 19 checked points miss by
 	// 9.0% on average and at most 20.6%; with none, 13.2% (TP 4 latencies 19–31% low); with
-	// 3 ms, 9.9% (TP 1 latencies up to 16% high).
+	// 3 ms, 9.9% (TP 1 latencies up to 17% high).
 	HostStep time.Duration
 }
 

@@ -273,3 +273,32 @@ func TestV0Invariants(t *testing.T) {
 		}
 	}
 }
+
+// A V0 step costs its GPU price plus the release's host time, unhidden; V1 without async
+// scheduling pays the GPU price alone.
+func TestV0HostStep(t *testing.T) {
+	for _, rel := range []Release{V0Release, LegacyRelease} {
+		t.Run(rel.Name, func(t *testing.T) {
+			h, _ := newV0Harness(t, rel, 1, 1000, 2048)
+			h.r.cfg.StepTime = nil // the deployment's own price
+			p, err := gpumodel.NewPricer(h.r.cfg.Deployment)
+			if err != nil {
+				t.Fatal(err)
+			}
+			steps := 0
+			check := h.r.hooks.Step
+			h.r.hooks.Step = func(at sim.Time, d time.Duration, s gpumodel.Step) {
+				check(at, d, s)
+				steps++
+				if want := p.StepTime(s) + rel.HostStep; d != want {
+					t.Errorf("step %d took %v, want %v (GPU %v + host %v)", steps, d, want, p.StepTime(s), rel.HostStep)
+				}
+			}
+			h.submitAt(0, &Request{ID: "a", Prompt: tokens(1, 100), OutputTokens: 5})
+			h.run()
+			if steps == 0 || V0Release.HostStep <= 0 {
+				t.Fatalf("%d steps, V0 host time %v: nothing checked", steps, V0Release.HostStep)
+			}
+		})
+	}
+}
