@@ -58,8 +58,7 @@ type Sim struct {
 	failedScrapes []int               // per replica: consecutive scrapes it did not answer
 	ejected       []bool              // per replica: some router ejected it; a good scrape re-admits it
 	scrapedAt     time.Time
-	scrapeFn      func([]router.EndpointState) // s.applyScrape, bound once
-	pd            *pdSim                       // a split fleet's pools and links, or nil
+	pd            *pdSim // a split fleet's pools and links, or nil
 }
 
 // flight is one request's journey through the router and the fleet.
@@ -107,6 +106,8 @@ type routerInst struct {
 	// decode policy's) and the prefill pool's lifecycle and policy's observers.
 	pdr *router.PD
 	pre *routerInst
+	// scrape applies the last scrape to lc's endpoints (Sim.applyScrape over lc's replicas).
+	scrape func([]router.EndpointState)
 }
 
 // newRouterInst returns a router replica's account of policy p's observers.
@@ -152,12 +153,16 @@ func NewRouters(cfg Config, policies []router.Policy, stream *workloads.Stream, 
 		return nil, err
 	}
 	lcfg := router.LifecycleConfig{MaxRetries: cfg.MaxRetries}
+	all := make([]int, len(eps))
+	for i := range all {
+		all[i] = i
+	}
 	for k, p := range policies {
 		lc, err := router.NewLifecycle(p, eps, lcfg)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
-		s.rt[k].lc = lc
+		s.rt[k].lc, s.rt[k].scrape = lc, s.scraper(all)
 	}
 	return s, nil
 }
@@ -172,7 +177,7 @@ func newSim(cfg Config, rt []*routerInst, stream *workloads.Stream, sink Sink) (
 		return nil, nil, errors.New("cluster: sink has no Record function")
 	}
 	s := &Sim{cfg: cfg, k: sim.NewKernel(), stream: stream, sink: sink, arrivalAt: sim.Never, rt: rt}
-	s.arrivalFn, s.tickFn, s.scrapeFn = s.onArrival, s.tick, s.applyScrape
+	s.arrivalFn, s.tickFn = s.onArrival, s.tick
 	for _, ri := range rt { // before the replicas: their hooks ask who reads KV events
 		s.batching = s.batching || ri.batch != nil || ri.pre != nil && ri.pre.batch != nil
 	}

@@ -54,25 +54,28 @@ func (s *Sim) scrape(now sim.Time) {
 	}
 	s.scrapedAt = s.wall(now)
 	for _, ri := range s.rt {
-		if ri.pdr != nil {
-			ri.pdr.Prefill.Update(s.pd.scrapeFns[0])
-			ri.pdr.Decode.Update(s.pd.scrapeFns[1])
-			continue
+		if ri.pre != nil {
+			ri.pre.lc.Update(ri.pre.scrape)
 		}
-		ri.lc.Update(s.scrapeFn)
+		ri.lc.Update(ri.scrape)
 	}
 }
 
-// applyScrape sets the scraped fields of eps from the last scrape, leaving the last good
-// ones of replicas that are down.
-func (s *Sim) applyScrape(eps []router.EndpointState) {
-	for i, m := range s.scraped {
+// applyScrape sets the scraped fields of a lifecycle's endpoints from the last scrape
+// (eps[j] is replica idx[j]), leaving the last good values of a replica that is down.
+func (s *Sim) applyScrape(idx []int, eps []router.EndpointState) {
+	for j, i := range idx {
 		if s.reps[i].Down() {
 			continue
 		}
-		e := &eps[i]
+		m, e := s.scraped[i], &eps[j]
 		e.Running, e.Waiting, e.KVUsage, e.NumGPUBlocks, e.UpdatedAt = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, s.scrapedAt
 	}
+}
+
+// scraper returns the function that applies the last scrape to a lifecycle over replicas idx.
+func (s *Sim) scraper(idx []int) func([]router.EndpointState) {
+	return func(eps []router.EndpointState) { s.applyScrape(idx, eps) }
 }
 
 func (s *Sim) eachRouter(fn func(*router.Lifecycle)) {

@@ -82,8 +82,6 @@ type pdFlight struct {
 type pdSim struct {
 	pools [2][]int // the replicas of the prefill pool and of the decode pool, in order
 	links *links
-	// scrape functions of each pool's lifecycle, bound once
-	scrapeFns [2]func([]router.EndpointState)
 }
 
 // NewPD returns a simulation of cfg's split fleet (cfg.Roles set) behind len(policies)
@@ -115,10 +113,6 @@ func NewPD(cfg Config, policies []router.PDPolicy, stream *workloads.Stream, sin
 		nic[i] = rc.Deployment.TransferBandwidth(cfg.KVTransfer.Gbps)
 	}
 	s.pd.links = newLinks(s.k, nic)
-	for p := range s.pd.pools {
-		idx := s.pd.pools[p]
-		s.pd.scrapeFns[p] = func(eps []router.EndpointState) { s.applyScrapeOf(idx, eps) }
-	}
 	lcfg := router.LifecycleConfig{MaxRetries: cfg.MaxRetries}
 	for k, p := range policies {
 		pd, err := router.NewPD(p, pick(eps, s.pd.pools[0]), pick(eps, s.pd.pools[1]), lcfg)
@@ -126,6 +120,7 @@ func NewPD(cfg Config, policies []router.PDPolicy, stream *workloads.Stream, sin
 			return nil, fmt.Errorf("cluster: %w", err)
 		}
 		s.rt[k].pdr, s.rt[k].lc, s.rt[k].pre.lc = pd, pd.Decode, pd.Prefill
+		s.rt[k].scrape, s.rt[k].pre.scrape = s.scraper(s.pd.pools[1]), s.scraper(s.pd.pools[0])
 	}
 	return s, nil
 }
@@ -208,12 +203,7 @@ func (s *Sim) legAnswered(f *flight, res engine.Result, now sim.Time) {
 		f.ereq.PD = engine.PDDecode
 		s.send(f, now)
 	case engine.Aborted:
-		if p.refused {
-			s.rt[f.router].pre.lc.Eject(s.ids[p.prefill])
-			s.ejected[p.prefill] = true
-		}
-		s.refresh(now)
-		err := p.t.Prefill.Retry(s.wall(now))
+		err := s.retryOn(s.rt[f.router].pre.lc, &p.t.Prefill, p.prefill, p.refused, now)
 		switch {
 		case err == nil:
 			p.retries++
@@ -254,17 +244,6 @@ func (s *Sim) remoteRead(to int, req *engine.Request, tokens int) {
 	s.k.Schedule(now+sim.Time(s.cfg.KVTransfer.BaseLatency), 1, func(now sim.Time) {
 		s.pd.links.start(now, from, to, bytes, end)
 	})
-}
-
-// applyScrapeOf sets the scraped fields of a pool's endpoints (eps[j] is replica idx[j]).
-func (s *Sim) applyScrapeOf(idx []int, eps []router.EndpointState) {
-	for j, i := range idx {
-		if s.reps[i].Down() {
-			continue
-		}
-		m, e := s.scraped[i], &eps[j]
-		e.Running, e.Waiting, e.KVUsage, e.NumGPUBlocks, e.UpdatedAt = m.Running, m.Waiting, m.KVUsage, m.NumGPUBlocks, s.scrapedAt
-	}
 }
 
 // resetPD readies f's P/D state for a new request; a late event of its last one is void.

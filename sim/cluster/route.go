@@ -107,12 +107,7 @@ func (s *Sim) answered(f *flight, res engine.Result, now sim.Time) {
 // replica that refused f is ejected by f's router first, as a refused connection ejects a
 // backend live.
 func (s *Sim) retry(f *flight, now sim.Time) {
-	if f.refused {
-		s.rt[f.router].lc.Eject(s.ids[f.endpoint])
-		s.ejected[f.endpoint] = true
-	}
-	s.refresh(now)
-	err := f.tk().Retry(s.wall(now))
+	err := s.retryOn(s.rt[f.router].lc, f.tk(), f.endpoint, f.refused, now)
 	switch {
 	case err == nil:
 		f.retries = f.tk().Retries()
@@ -127,6 +122,18 @@ func (s *Sim) retry(f *flight, now sim.Time) {
 	default:
 		s.finish(f, now, results.StatusRejected, err.Error())
 	}
+}
+
+// retryOn asks ticket tk of lifecycle lc for another endpoint after endpoint ep failed the
+// request, with the one failure rule: an endpoint that refused it is ejected until a scrape
+// finds it up, and the view is refreshed first.
+func (s *Sim) retryOn(lc *router.Lifecycle, tk *router.Ticket, ep int, refused bool, now sim.Time) error {
+	if refused {
+		lc.Eject(s.ids[ep])
+		s.ejected[ep] = true
+	}
+	s.refresh(now)
+	return tk.Retry(s.wall(now))
 }
 
 // finish records f's terminal state and tells the stream, which may schedule a next turn.
