@@ -137,27 +137,20 @@ var errPrefillTooLarge = fmt.Errorf("larger than %d bytes", maxPrefillBody)
 // readPrefill reads a prefill response body, at most maxPrefillBody bytes, under c's
 // timeouts; the memory it takes follows the bytes that came.
 func readPrefill(c *call, rc io.Reader) ([]byte, error) {
-	buf := make([]byte, 0, 4<<10)
-	for {
-		if len(buf) == cap(buf) {
-			if len(buf) > maxPrefillBody {
-				return nil, errPrefillTooLarge
-			}
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := c.read(rc, buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			if len(buf) > maxPrefillBody {
-				return nil, errPrefillTooLarge
-			}
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
+	data, err := io.ReadAll(io.LimitReader(clockedReader{c, rc}, maxPrefillBody+1))
+	if err == nil && len(data) > maxPrefillBody {
+		err = errPrefillTooLarge
 	}
+	return data, err
 }
+
+// clockedReader reads r under c's first-byte and idle timeouts.
+type clockedReader struct {
+	c *call
+	r io.Reader
+}
+
+func (cr clockedReader) Read(p []byte) (int, error) { return cr.c.read(cr.r, p) }
 
 // newRequestID returns a request id both legs share: 32 random hex digits, unique across
 // router replicas, as vLLM keys the prefill engine's held blocks by it.
