@@ -119,8 +119,8 @@ func TestNewPDNeedsEveryPart(t *testing.T) {
 	}
 }
 
-// TestPipelineMatchedTokens checks that a pipeline answers with its matching stage, and 0
-// when no stage keeps a prefix index.
+// TestPipelineMatchedTokens checks that a pipeline with no stage keeping a prefix index
+// matches 0 tokens (the upstream P/D cases exercise a pipeline's prefix stage).
 func TestPipelineMatchedTokens(t *testing.T) {
 	plain, err := router.NewPipeline("plain", "r", nil, []router.Weighted{{Scorer: router.QueueScorer{}, Weight: 1}}, nil, router.NewRand(1))
 	if err != nil {

@@ -137,10 +137,9 @@ func TestPublishedFidelityDirections(t *testing.T) {
 	t.Run("llm-d-tiered-prefix-cache", func(t *testing.T) {
 		// Full size (4 runs of 450 requests from 45 closed-loop clients, seconds). Published,
 		// 30k prompt: the CPU tier lowers mean TTFT and E2E and raises throughput by 21.1%;
-		// 8k prompt (fits in HBM): no change. Within 25%: the 30k runs' E2E means, the mean
-		// TTFT with the tier, both throughputs and the gain, and the 8k baseline's E2E and
-		// throughput. The 30k baseline's mean TTFT is 28% high (docs/fidelity.md) and is held
-		// to its direction only.
+		// 8k prompt (fits in HBM): no change. The figures held within 25% below are those
+		// docs/fidelity.md marks ✓ and this test asserts; the mean TTFT gain (−43% against
+		// −25%) is held to its direction only.
 		runs := fidelityRun(t, "llm-d-tiered-prefix-cache.yaml")
 		run := func(tier, prompt string) string {
 			return "precise-prefix/kv_offloading_size=" + tier + ",system_prompt_tokens=" + prompt
@@ -160,6 +159,9 @@ func TestPublishedFidelityDirections(t *testing.T) {
 			}
 		}
 		within("30k prompt with the tier, mean TTFT ms", metric(t, runs, on, "ttft_ms", "mean"), 6700)
+		within("30k prompt without the tier, mean TTFT ms", metric(t, runs, off, "ttft_ms", "mean"), 9000)
+		within("30k prompt with the tier, p90 TTFT ms", metric(t, runs, on, "ttft_ms", "p90"), 15900)
+		within("30k prompt without the tier, p90 TTFT ms", metric(t, runs, off, "ttft_ms", "p90"), 20900)
 		within("30k prompt with the tier, mean E2E ms", metric(t, runs, on, "e2e_ms", "mean"), 31000)
 		within("30k prompt without the tier, mean E2E ms", metric(t, runs, off, "e2e_ms", "mean"), 37800)
 		within("30k prompt with the tier, total tok/s", totalTokS(t, runs, on), 46663)

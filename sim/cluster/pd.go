@@ -70,9 +70,8 @@ type pdFlight struct {
 	leg     *engine.Request // the prefill leg, a new one per attempt
 	prefill int             // the replica running (or that ran) the prefill leg
 	refused bool            // the prefill replica was down when the leg reached it
-	retries int             // the prefill leg's retries
+	retries int             // the prefill leg's retries that found an endpoint (its ticket also counts one that found none)
 	cached  int             // the prefill leg's prefix-cache hit
-	start   sim.Time        // when the decode replica asked for the read
 	xfer    time.Duration   // how long the read took
 	gen     uint64          // bumped when the flight is reused: a late read end is void
 	failed  bool            // the read failed and the decode leg was aborted for it
@@ -226,8 +225,7 @@ func (s *Sim) legAnswered(f *flight, res engine.Result, now sim.Time) {
 // to replica to: after the base latency its bytes join the NICs' traffic.
 func (s *Sim) remoteRead(to int, req *engine.Request, tokens int) {
 	f := req.Tag.(*flight)
-	p, now := f.pd, s.k.Now()
-	p.start = now
+	p, start := f.pd, s.k.Now()
 	from, leg, gen := p.prefill, p.leg, p.gen
 	bytes := s.cfg.Replicas[to].Deployment.KVTransferBytes(tokens)
 	end := func(now sim.Time) {
@@ -237,11 +235,11 @@ func (s *Sim) remoteRead(to int, req *engine.Request, tokens int) {
 		if p.gen != gen || req.PD != engine.PDDecode {
 			return // the request ended, or is retried whole elsewhere
 		}
-		p.xfer = (now - p.start).Duration()
+		p.xfer = (now - start).Duration()
 		p.failed = !ok
 		s.reps[to].RemoteKVDone(req, ok)
 	}
-	s.k.Schedule(now+sim.Time(s.cfg.KVTransfer.BaseLatency), 1, func(now sim.Time) {
+	s.k.Schedule(start+sim.Time(s.cfg.KVTransfer.BaseLatency), 1, func(now sim.Time) {
 		s.pd.links.start(now, from, to, bytes, end)
 	})
 }

@@ -84,9 +84,10 @@ const (
 	pdRead                     // the read ended, well or not: from now on it computes locally
 )
 
-// heldKV is a finished prefill leg's blocks, waiting to be read.
+// heldKV is a finished prefill leg's blocks, waiting to be read, and its abort timeout.
 type heldKV struct {
-	blocks []int32
+	blocks  []int32
+	timeout sim.EventID
 }
 
 // hold keeps finished prefill leg s's blocks referenced until ReleaseHeld or the abort
@@ -98,10 +99,8 @@ func (r *Replica) hold(s *seq) {
 	}
 	r.held[s.req] = h
 	req := s.req
-	r.k.Schedule(r.k.Now()+r.cfg.KVTransfer.abortTimeout(), r.cfg.Priority, func(now sim.Time) {
-		if r.held[req] == h {
-			r.releaseHeld(req, h, now)
-		}
+	h.timeout = r.k.Schedule(r.k.Now()+r.cfg.KVTransfer.abortTimeout(), r.cfg.Priority, func(now sim.Time) {
+		r.releaseHeld(req, h, now)
 	})
 }
 
@@ -118,11 +117,21 @@ func (r *Replica) ReleaseHeld(req *Request) bool {
 }
 
 func (r *Replica) releaseHeld(req *Request, h *heldKV, now sim.Time) {
+	r.k.Cancel(h.timeout) // a no-op when the timeout is what fired
 	delete(r.held, req)
 	r.pool.release(h.blocks)
 	if len(r.waiting) > 0 {
 		r.kick(now)
 	}
+}
+
+// dropHeld forgets every prefill leg's held blocks and cancels their timeouts (the replica
+// failed: its blocks are gone).
+func (r *Replica) dropHeld() {
+	for _, h := range r.held {
+		r.k.Cancel(h.timeout)
+	}
+	r.held = nil
 }
 
 // Held returns how many prefill legs hold blocks for their decoders.

@@ -5,19 +5,22 @@ import "kvroute/sim"
 // The reference engine's side of prefill/decode disaggregation (see pd.go), written the
 // plain way: held blocks in a map, one function per connector call.
 
+// refHeld is a prefill leg's held blocks and its abort timeout.
+type refHeld struct {
+	blocks  []int32
+	timeout sim.EventID
+}
+
 // holdRef keeps finished prefill leg s's blocks until releaseHeldRef or the abort timeout.
 func (r *refReplica) holdRef(s *refSeq) {
-	blocks := append([]int32(nil), s.blocks...)
 	if r.held == nil {
-		r.held = map[*Request]*[]int32{}
+		r.held = map[*Request]*refHeld{}
 	}
-	h := &blocks
+	h := &refHeld{blocks: append([]int32(nil), s.blocks...)}
 	r.held[s.req] = h
 	req := s.req
-	r.k.Schedule(r.k.Now()+r.cfg.KVTransfer.abortTimeout(), r.cfg.Priority, func(now sim.Time) {
-		if r.held[req] == h {
-			r.freeHeldRef(req, now)
-		}
+	h.timeout = r.k.Schedule(r.k.Now()+r.cfg.KVTransfer.abortTimeout(), r.cfg.Priority, func(now sim.Time) {
+		r.freeHeldRef(req, now)
 	})
 }
 
@@ -31,7 +34,9 @@ func (r *refReplica) ReleaseHeld(req *Request) bool {
 }
 
 func (r *refReplica) freeHeldRef(req *Request, now sim.Time) {
-	r.pool.release(*r.held[req])
+	h := r.held[req]
+	r.k.Cancel(h.timeout)
+	r.pool.release(h.blocks)
 	delete(r.held, req)
 	if len(r.waiting) > 0 {
 		r.kick(now)

@@ -40,7 +40,7 @@ type refReplica struct {
 	nonce    uint64
 	m        Metrics
 	off      *refOffload           // the CPU tier (reference_offload_test.go), or nil
-	held     map[*Request]*[]int32 // prefill legs' blocks (reference_pd_test.go)
+	held     map[*Request]*refHeld // prefill legs' blocks (reference_pd_test.go)
 	pdDecode bool
 }
 
@@ -246,6 +246,9 @@ func (r *refReplica) Fail() {
 	all := append(append([]*refSeq(nil), r.running...), r.waiting...)
 	r.running, r.waiting, r.batch = nil, nil, r.batch[:0]
 	r.pool.clearAll()
+	for _, h := range r.held {
+		r.k.Cancel(h.timeout)
+	}
 	r.held = nil
 	if r.off != nil {
 		r.resetOff(now)

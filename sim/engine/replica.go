@@ -539,7 +539,7 @@ func (r *Replica) Fail() {
 	all := append(append([]*seq(nil), r.running...), r.waiting...)
 	r.running, r.due, r.waiting, r.waitBase, r.batch = nil, nil, nil, nil, r.batch[:0]
 	r.pool.clearAll()
-	r.held = nil
+	r.dropHeld()
 	if r.off != nil {
 		r.off.reset(now)
 	}

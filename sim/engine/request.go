@@ -59,8 +59,7 @@ type Result struct {
 	// first token (0 if it never did) and ended it.
 	Arrival, FirstToken, Finish sim.Time
 	// Scheduled is when the request was first scheduled (vLLM's scheduled_ts: the end of its
-	// queue time, the start of its prefill); Arrival when it never was, or with the V0
-	// scheduler, which does not track it.
+	// queue time, the start of its prefill); Arrival when it never was.
 	Scheduled sim.Time
 	// PromptTokens is the prompt length; CachedTokens the prefix-cache hit the first time the
 	// request was scheduled (vLLM's usage.prompt_tokens_details.cached_tokens), the GPU's
