@@ -60,10 +60,9 @@ type Gateway struct {
 	kvIndex  *kvevents.Index                     // the replicas' caches from their KV events
 	kvSub    *kvevents.Subscriber                // feeds kvIndex
 	tok      *tokenizer
-	lc       *router.Lifecycle               // every request's life, on the current state's backends
-	viewFn   func([]router.EndpointState)    // g.view, bound once
-	pd       *router.PD                      // the P/D fleet's lifecycles; nil when aggregated
-	pdViews  [2]func([]router.EndpointState) // g.viewPool of the prefill and decode pools
+	lc       *router.Lifecycle // the lifecycle requests' tickets live in: lanes[ticketPool].lc
+	pd       *router.PD        // a P/D fleet's lifecycles (Decode is lc); nil when aggregated
+	lanes    []lane            // a lifecycle per pool, in state.pools' order; fixed at New
 
 	mu          sync.Mutex      // guards the fields below, every backend's mutable fields and decisions
 	runCtx      context.Context // set while Run runs
@@ -82,7 +81,8 @@ type state struct {
 	tokenize bool // fill token ids from /tokenize: asked for, or the policy reads them
 	backends []*backend
 	keys     [][]byte
-	pd       *pdPools // nil when aggregated
+	pools    []pool   // the backends and policy of each lifecycle: ticketPool, and a P/D fleet's prefillPool
+	pd       *pdSetup // a P/D fleet's policy; nil when aggregated
 }
 
 // policyName labels requests in metrics: the policy's, or the P/D spec's name.
@@ -117,19 +117,13 @@ func New(cfg Config, opts Options) (*Gateway, error) {
 		promHTTP: promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{}),
 	}
 	g.proxy = g.newProxy()
-	g.viewFn = g.view
 	g.reasons.Store(&map[string][]string{})
 	st, err := g.build(cfg, nil)
 	if err != nil {
 		return nil, err
 	}
-	if g.lc, err = router.NewLifecycle(st.policy, st.endpoints(), st.lifecycleConfig()); err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
-	}
-	if st.pd != nil {
-		if err := g.newPD(st); err != nil {
-			return nil, err
-		}
+	if err := g.newLifecycles(st); err != nil {
+		return nil, err
 	}
 	g.install(st)
 	if g.tok, err = newTokenizer(cfg.Tokenize, opts.Transport, m); err != nil {
@@ -214,15 +208,6 @@ func (g *Gateway) install(st *state) {
 	g.rebuildModels(st)
 }
 
-// endpoints is st's pool as the lifecycle knows it: each backend by its name.
-func (st *state) endpoints() []router.EndpointState {
-	eps := make([]router.EndpointState, len(st.backends))
-	for i, b := range st.backends {
-		eps[i] = router.EndpointState{ID: b.name, Ready: b.ready}
-	}
-	return eps
-}
-
 func (st *state) lifecycleConfig() router.LifecycleConfig {
 	return router.LifecycleConfig{MaxRetries: st.cfg.Limits.MaxRetries}
 }
@@ -261,13 +246,7 @@ func (g *Gateway) Reload(cfg Config) error {
 		}
 	}
 	g.install(st)
-	if err := g.lc.SetEndpoints(st.endpoints()); err != nil { // names are unique: validated
-		g.mu.Unlock()
-		return fmt.Errorf("gateway: %w", err)
-	}
-	g.lc.SetPolicy(st.policy)
-	_ = g.lc.SetConfig(st.lifecycleConfig()) // validated with cfg
-	if err := g.reloadPD(st); err != nil {   // names are unique: validated
+	if err := g.setLifecycles(st); err != nil { // names are unique: validated
 		g.mu.Unlock()
 		return err
 	}
@@ -361,10 +340,7 @@ func (g *Gateway) Backends() []BackendStatus {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	st := g.current.Load()
-	bs, eps := st.backends, g.lc.Endpoints()
-	if g.pd != nil {
-		eps = g.endpointsPD(st)
-	}
+	bs, eps := st.backends, g.lifecycleEndpoints(st)
 	out := make([]BackendStatus, len(bs))
 	for i, b := range bs {
 		out[i] = b.status(eps[i])

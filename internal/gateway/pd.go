@@ -11,43 +11,45 @@ import (
 	"kvroute/router"
 )
 
-// pdPools are a P/D state's backends by role, as indices into state.backends in
-// configuration order, and the P/D policy that routes them.
-type pdPools struct {
-	prefill, decode []int
-	refs            [3]PolicyRef // decider, prefill, decode as configured (defaults filled)
-	seed            uint64
-	policy          router.PDPolicy
-	label           string
-	prefillNames    map[string]bool // the prefill pool's backend names
+// pdSetup is a P/D state's P/D policy, as configured; its pools are state.pools'
+// decodePool and prefillPool.
+type pdSetup struct {
+	refs         [3]PolicyRef // decider, prefill, decode as configured (defaults filled)
+	seed         uint64
+	policy       router.PDPolicy
+	label        string
+	prefillNames map[string]bool // the prefill pool's backend names
 }
 
 // policyOf is the policy of the pool backend name is in.
-func (p *pdPools) policyOf(name string) router.Policy {
+func (p *pdSetup) policyOf(name string) router.Policy {
 	if p.prefillNames[name] {
 		return p.policy.Prefill
 	}
 	return p.policy.Decode
 }
 
-// buildPD fills st.pd from cfg.PD, reusing old's policies when their names, parameters and
-// seed are unchanged. Switching between an aggregated and a P/D configuration, or changing
-// the decider, takes a restart.
+// buildPD fills st.pd and st.pools from cfg.PD, reusing old's policies when their names,
+// parameters and seed are unchanged; an aggregated configuration has one pool of every
+// backend. Switching between an aggregated and a P/D configuration, or changing the decider,
+// takes a restart.
 func (g *Gateway) buildPD(st *state, old *state) error {
 	cfg := st.cfg
 	if old != nil && (old.pd != nil) != cfg.PD.On() {
 		return errors.New("gateway: pd.mode: switching between an aggregated and a P/D fleet takes a restart")
 	}
 	if !cfg.PD.On() {
+		st.pools = st.aggregatedPools()
 		return nil
 	}
-	p := &pdPools{seed: cfg.Seed, label: cfg.PD.Name, prefillNames: map[string]bool{}}
+	p := &pdSetup{seed: cfg.Seed, label: cfg.PD.Name, prefillNames: map[string]bool{}}
+	var prefill, decode []int
 	for i, b := range st.backends {
 		if roleOf(cfg.PD.Roles, backendSpec{name: b.name, url: b.url}) == RolePrefill {
-			p.prefill = append(p.prefill, i)
+			prefill = append(prefill, i)
 			p.prefillNames[b.name] = true
 		} else {
-			p.decode = append(p.decode, i)
+			decode = append(decode, i)
 		}
 	}
 	p.refs = cfg.PD.refs(cfg)
@@ -56,9 +58,16 @@ func (g *Gateway) buildPD(st *state, old *state) error {
 	}
 	if old != nil && old.pd.seed == p.seed && reflect.DeepEqual(old.pd.refs, p.refs) {
 		p.policy = old.pd.policy
-		st.pd = p
-		return st.tokenizePD()
+	} else if err := g.newPDPolicy(p, old); err != nil {
+		return err
 	}
+	st.pd = p
+	st.pools = []pool{decodePool: {decode, p.policy.Decode}, prefillPool: {prefill, p.policy.Prefill}}
+	return st.tokenizePD()
+}
+
+// newPDPolicy builds p's P/D policy from p.refs. A decider other than old's takes a restart.
+func (g *Gateway) newPDPolicy(p *pdSetup, old *state) error {
 	if old != nil && !reflect.DeepEqual(old.pd.refs[0], p.refs[0]) {
 		return errors.New("gateway: the P/D decider: a change takes a restart")
 	}
@@ -73,8 +82,7 @@ func (g *Gateway) buildPD(st *state, old *state) error {
 	if p.policy.Decode, err = g.opts.Policies.New(p.refs[2].Name, p.refs[2].Params, p.seed+1<<32); err != nil {
 		return fmt.Errorf("gateway: decode policy: %w", err)
 	}
-	st.pd = p
-	return st.tokenizePD()
+	return nil
 }
 
 // tokenizePD fills token ids when a stage's policy reads them, as for one policy (build).
@@ -105,65 +113,11 @@ func (p PDConfig) refs(cfg Config) [3]PolicyRef {
 	return r
 }
 
-// pool returns the endpoints of the backends at idx, as a lifecycle knows them.
-func (st *state) pool(idx []int) []router.EndpointState {
-	eps := make([]router.EndpointState, len(idx))
-	for j, i := range idx {
-		b := st.backends[i]
-		eps[j] = router.EndpointState{ID: b.name, Ready: b.ready}
-	}
-	return eps
-}
-
-// newPD builds the P/D router of st. Gateway.mu is held, or g not yet shared.
-func (g *Gateway) newPD(st *state) error {
-	pd, err := router.NewPD(st.pd.policy, st.pool(st.pd.prefill), st.pool(st.pd.decode), st.lifecycleConfig())
-	if err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	g.pd = pd
-	g.pdViews = [2]func([]router.EndpointState){
-		func(eps []router.EndpointState) { g.viewPool(eps, g.current.Load().pd.prefill) },
-		func(eps []router.EndpointState) { g.viewPool(eps, g.current.Load().pd.decode) },
-	}
-	return nil
-}
-
-// reloadPD puts st's pools and policies in force. Gateway.mu is held.
-func (g *Gateway) reloadPD(st *state) error {
-	if g.pd == nil {
-		return nil
-	}
-	for _, s := range []struct {
-		l   *router.Lifecycle
-		idx []int
-		p   router.Policy
-	}{{g.pd.Prefill, st.pd.prefill, st.pd.policy.Prefill}, {g.pd.Decode, st.pd.decode, st.pd.policy.Decode}} {
-		if err := s.l.SetEndpoints(st.pool(s.idx)); err != nil {
-			return fmt.Errorf("gateway: %w", err)
-		}
-		s.l.SetPolicy(s.p)
-		_ = s.l.SetConfig(st.lifecycleConfig()) // validated with cfg
-	}
-	return nil
-}
-
-// viewPool sets eps, a pool's endpoints, to what the gateway last scraped of the backends at
-// idx. Gateway.mu is held.
-func (g *Gateway) viewPool(eps []router.EndpointState, idx []int) {
-	bs := g.current.Load().backends
-	for j, i := range idx {
-		b, e := bs[i], &eps[j]
-		e.Models, e.Running, e.Waiting, e.KVUsage = b.models, b.running, b.waiting, b.kvUsage
-		e.NumGPUBlocks, e.BlockSize, e.UpdatedAt, e.Prefill = b.numGPUBlocks, b.blockSize, b.updatedAt, b.prefill
-	}
-}
-
 // reservePD routes c in a P/D fleet: the decode policy picks its decode backend, the decider
 // whether it prefills remotely, the prefill policy where. Gateway.mu is held.
 func (g *Gateway) reservePD(c *call, now time.Time) (*reservation, error) {
-	g.pd.Prefill.Update(g.pdViews[0])
-	g.pd.Decode.Update(g.pdViews[1])
+	g.refresh(prefillPool)
+	g.refresh(decodePool)
 	c.ticket = &c.pd.Decode
 	if err := g.pd.Decide(&c.pd, c.req, now); err != nil {
 		return nil, err
@@ -179,8 +133,7 @@ func (g *Gateway) reservePD(c *call, now time.Time) (*reservation, error) {
 // prefillBackend is the backend c's prefill ticket names, its in-flight gauge raised.
 // Gateway.mu is held.
 func (g *Gateway) prefillBackend(c *call) *backend {
-	st := g.current.Load()
-	b := st.backends[st.pd.prefill[c.pd.Prefill.Index()]]
+	b := g.current.Load().backendAt(prefillPool, c.pd.Prefill.Index())
 	b.inflightGauge.Inc()
 	return b
 }
@@ -204,21 +157,6 @@ func hostPort(u *url.URL) string {
 		port = "443"
 	}
 	return net.JoinHostPort(u.Hostname(), port)
-}
-
-// endpointsPD is the lifecycles' view of st's backends, in configuration order. Gateway.mu
-// is held.
-func (g *Gateway) endpointsPD(st *state) []router.EndpointState {
-	eps := make([]router.EndpointState, len(st.backends))
-	for _, s := range []struct {
-		l   *router.Lifecycle
-		idx []int
-	}{{g.pd.Prefill, st.pd.prefill}, {g.pd.Decode, st.pd.decode}} {
-		for j, e := range s.l.Endpoints() {
-			eps[s.idx[j]] = e
-		}
-	}
-	return eps
 }
 
 // Headers of the P/D protocols.

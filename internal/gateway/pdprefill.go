@@ -82,7 +82,7 @@ func (g *Gateway) prefillLeg(out *http.Request, c *call) error {
 func (g *Gateway) retryPrefill(c *call) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.pd.Prefill.Update(g.pdViews[0])
+	g.refresh(prefillPool)
 	err := c.pd.Prefill.Retry(time.Now())
 	c.prefill.inflightGauge.Dec()
 	if err != nil {

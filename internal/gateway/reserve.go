@@ -52,36 +52,16 @@ func (r *reservation) retry(now time.Time) (*reservation, error) {
 }
 
 // reserved is the reservation of c's ticket's current attempt. Gateway.mu is held, so the
-// lifecycle's pool is the current state's backends, in order.
+// lifecycle's pool is the current state's ticketPool.
 func (g *Gateway) reserved(c *call) *reservation {
-	st, i := g.current.Load(), c.ticket.Index()
-	if g.pd != nil {
-		i = st.pd.decode[i]
-	}
-	b := st.backends[i]
+	b := g.current.Load().backendAt(ticketPool, c.ticket.Index())
 	b.inflightGauge.Inc()
 	return &reservation{g: g, c: c, b: b, decision: c.ticket.Decision()}
 }
 
-// refreshView copies what the gateway scraped of each backend into the lifecycle's view.
-// Gateway.mu is held.
-func (g *Gateway) refreshView() {
-	if g.pd != nil {
-		g.pd.Decode.Update(g.pdViews[1])
-		return
-	}
-	g.lc.Update(g.viewFn)
-}
-
-// view sets eps, the lifecycle's pool (the current state's backends, in order), to what the
-// gateway last scraped of them. Gateway.mu is held.
-func (g *Gateway) view(eps []router.EndpointState) {
-	for i, b := range g.current.Load().backends {
-		e := &eps[i]
-		e.Models, e.Running, e.Waiting, e.KVUsage = b.models, b.running, b.waiting, b.kvUsage
-		e.NumGPUBlocks, e.BlockSize, e.UpdatedAt, e.Prefill = b.numGPUBlocks, b.blockSize, b.updatedAt, b.prefill
-	}
-}
+// refreshView copies what the gateway scraped of the ticket pool's backends into its
+// lifecycle's view. Gateway.mu is held.
+func (g *Gateway) refreshView() { g.refresh(ticketPool) }
 
 // firstToken reports that the attempt's first response byte came back at now: for a stream,
 // its first event; for a whole response, the response.

@@ -157,23 +157,20 @@ func (g *Gateway) eject(b *backend, err error) {
 	}
 }
 
-// tellLifecycle ejects b from the router's lifecycle, or re-admits it, when its readiness
-// changed from was: the policy hears an ejected backend as removed. Gateway.mu is held, so a
-// backend a reload just dropped is not in the lifecycle's pool and is left alone.
+// tellLifecycle ejects b from the gateway's lifecycles, or re-admits it, when its readiness
+// changed from was: the policy of b's pool hears an ejected backend as removed, the other
+// lifecycles do not know b. Gateway.mu is held, so a backend a reload just dropped is in no
+// lifecycle's pool and is left alone.
 func (g *Gateway) tellLifecycle(b *backend, was bool) {
 	switch {
 	case was && !b.ready:
-		g.lc.Eject(b.name)
-		if g.pd != nil {
-			g.pd.Prefill.Eject(b.name)
-			g.pd.Decode.Eject(b.name)
+		for _, l := range g.lanes {
+			l.lc.Eject(b.name)
 		}
 		g.kvEjected(b)
 	case !was && b.ready:
-		g.lc.Readmit(b.name)
-		if g.pd != nil {
-			g.pd.Prefill.Readmit(b.name)
-			g.pd.Decode.Readmit(b.name)
+		for _, l := range g.lanes {
+			l.lc.Readmit(b.name)
 		}
 	}
 }
