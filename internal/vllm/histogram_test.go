@@ -2,11 +2,15 @@ package vllm
 
 import (
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
+
+const ttft = "vllm:time_to_first_token_seconds"
 
 func TestParseHistograms(t *testing.T) {
 	page := `# TYPE h histogram
@@ -50,5 +54,55 @@ func TestParseHistogramsErrors(t *testing.T) {
 				t.Errorf("err = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestPageOnce checks that a page parsed once reads as Parse, ParseEngines and
+// ParseHistograms read it, in either order.
+func TestPageOnce(t *testing.T) {
+	text, err := os.ReadFile(filepath.Join("testdata", "vllm-v1-dp2.metrics"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, err := ParsePage(strings.NewReader(string(text)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hists, err := page.Histograms([]string{ttft})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHists, err := ParseHistograms(strings.NewReader(string(text)), []string{ttft})
+	if err != nil || len(wantHists) != 1 {
+		t.Fatalf("ParseHistograms: %v, %v", wantHists, err)
+	}
+	if diff := cmp.Diff(wantHists, hists); diff != "" {
+		t.Errorf("histograms (-ParseHistograms +Page):\n%s", diff)
+	}
+	m, err := page.Metrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantM, _ := Parse(strings.NewReader(string(text)))
+	if diff := cmp.Diff(wantM, m); diff != "" {
+		t.Errorf("metrics (-Parse +Page):\n%s", diff)
+	}
+	engines, err := page.Engines()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantE, _ := ParseEngines(strings.NewReader(string(text)))
+	if diff := cmp.Diff(wantE, engines); diff != "" {
+		t.Errorf("engines (-ParseEngines +Page):\n%s", diff)
+	}
+}
+
+func TestZeroPage(t *testing.T) {
+	var p Page
+	if _, err := p.Metrics(); err != ErrNoLoadMetrics {
+		t.Errorf("Metrics err = %v, want ErrNoLoadMetrics", err)
+	}
+	if h, err := p.Histograms([]string{ttft}); err != nil || len(h) != 0 {
+		t.Errorf("Histograms = %v, %v; want none", h, err)
 	}
 }
