@@ -1,7 +1,6 @@
 package loadgen
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -62,12 +61,16 @@ func scrapeOne(ctx context.Context, client *http.Client, u string) Counters {
 		c.Err = fmt.Errorf("loadgen: scrape %s: http %d", u, resp.StatusCode)
 		return c
 	}
-	page, err := io.ReadAll(io.LimitReader(resp.Body, maxMetricsPage))
+	body := &bodyReader{r: io.LimitReader(resp.Body, maxMetricsPage)}
+	page, err := vllm.ParsePage(body)
+	if body.err != nil {
+		err = body.err // the transport failed: say so, not what the parser made of a cut page
+	}
 	if err != nil {
 		c.Err = fmt.Errorf("loadgen: scrape %s: %w", u, err)
 		return c
 	}
-	m, err := vllm.Parse(bytes.NewReader(page))
+	m, err := page.Metrics()
 	switch {
 	case errors.Is(err, vllm.ErrNoLoadMetrics):
 		return c
@@ -76,10 +79,24 @@ func scrapeOne(ctx context.Context, client *http.Client, u string) Counters {
 		return c
 	}
 	c.VLLM, c.Queries, c.Hits = true, m.PrefixCacheQueries, m.PrefixCacheHits
-	if c.Histograms, err = vllm.ParseHistograms(bytes.NewReader(page), HistogramNames); err != nil {
+	if c.Histograms, err = page.Histograms(HistogramNames); err != nil {
 		c.Err = fmt.Errorf("loadgen: scrape %s: %w", u, err)
 	}
 	return c
+}
+
+// bodyReader is a page's body that keeps its first read error other than io.EOF.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if err != nil && err != io.EOF && b.err == nil {
+		b.err = err
+	}
+	return n, err
 }
 
 // ServerHitRate returns the token-weighted prefix-cache hit rate of the servers between

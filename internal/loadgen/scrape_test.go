@@ -71,3 +71,18 @@ func TestServerHitRateEdges(t *testing.T) {
 		})
 	}
 }
+
+// TestScrapeCutBody checks that a page whose body ends before its Content-Length is reported
+// as the failed read it is, not as a parse error of the text that did arrive.
+func TestScrapeCutBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		io.WriteString(w, "vllm:num_requests_running{engine=\"0\"} 3\nvllm:num_requests_wai")
+	}))
+	defer srv.Close()
+	got := Scrape(context.Background(), nil, []string{srv.URL})[0]
+	want := "loadgen: scrape " + srv.URL + ": unexpected EOF"
+	if got.Err == nil || got.Err.Error() != want || got.VLLM {
+		t.Errorf("err %v, vllm %v; want %q and no vLLM reading", got.Err, got.VLLM, want)
+	}
+}

@@ -3,11 +3,14 @@ package vllm
 import (
 	"bytes"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // FuzzRoundTrip writes a two-engine page from fuzzed values, parses it back and checks the
@@ -52,4 +55,47 @@ func clampInt(v int) int {
 		return 0
 	}
 	return min(v, math.MaxInt32)
+}
+
+// FuzzPage feeds raw text to ParsePage and checks that the page, parsed once, reads as
+// Parse and ParseHistograms read the same text, errors included, and that nothing panics.
+func FuzzPage(f *testing.F) {
+	for _, name := range []string{"vllm-v1-dp2.metrics", "sglang.metrics", "not-vllm.metrics"} {
+		page, err := os.ReadFile(filepath.Join("testdata", name))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(page), ttft)
+	}
+	f.Add("# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_bucket{engine=\"1\",le=\"2\"} 1\n", "h")
+	f.Fuzz(func(t *testing.T, text, name string) {
+		names := []string{name, ttft}
+		page, perr := ParsePage(strings.NewReader(text))
+		m, merr := Parse(strings.NewReader(text))
+		h, herr := ParseHistograms(strings.NewReader(text), names)
+		if perr != nil {
+			if merr == nil || herr == nil || perr.Error() != merr.Error() || perr.Error() != herr.Error() {
+				t.Fatalf("ParsePage %v, Parse %v, ParseHistograms %v", perr, merr, herr)
+			}
+			return
+		}
+		gotM, gotMErr := page.Metrics()
+		gotH, gotHErr := page.Histograms(names)
+		if errString(gotMErr) != errString(merr) || errString(gotHErr) != errString(herr) {
+			t.Fatalf("errors: page %v, %v; one-shot %v, %v", gotMErr, gotHErr, merr, herr)
+		}
+		if diff := cmp.Diff(m, gotM, cmpopts.EquateNaNs()); diff != "" {
+			t.Fatalf("metrics (-Parse +Page):\n%s", diff)
+		}
+		if diff := cmp.Diff(h, gotH, cmpopts.EquateNaNs()); diff != "" {
+			t.Fatalf("histograms (-ParseHistograms +Page):\n%s", diff)
+		}
+	})
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }

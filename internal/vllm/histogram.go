@@ -5,9 +5,6 @@ import (
 	"io"
 	"math"
 	"slices"
-
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Histogram is one Prometheus histogram of a metrics page, summed over its engines and
@@ -20,15 +17,21 @@ type Histogram struct {
 	Count  float64
 }
 
-// ParseHistograms reads a metrics page and returns the histograms among names that it has,
-// each summed over its series (engines, models). A series whose bucket bounds differ from the
-// family's first series' is an error; a name the page lacks is left out of the map.
+// ParseHistograms reads a metrics page and returns its histograms among names, as
+// Page.Histograms.
 func ParseHistograms(r io.Reader, names []string) (map[string]Histogram, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(r)
+	p, err := ParsePage(r)
 	if err != nil {
-		return nil, fmt.Errorf("vllm: parse metrics: %w", err)
+		return nil, err
 	}
+	return p.Histograms(names)
+}
+
+// Histograms returns the histograms among names that the page has, each summed over its
+// series (engines, models). A series whose bucket bounds differ from the family's first
+// series' is an error; a name the page lacks is left out of the map.
+func (p Page) Histograms(names []string) (map[string]Histogram, error) {
+	families := p.families
 	out := map[string]Histogram{}
 	for _, name := range names {
 		f := families[name]

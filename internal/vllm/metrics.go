@@ -71,24 +71,55 @@ type Metrics struct {
 	PrefixCacheQueries, PrefixCacheHits float64
 }
 
+// Page is a metrics page parsed once, to be read as engines (Engines), as one server's
+// Metrics (Metrics) and as histograms (Histograms) without parsing its text again. The zero
+// Page is an empty page.
+type Page struct {
+	families map[string]*dto.MetricFamily
+}
+
+// ParsePage reads a metrics page in the Prometheus text format, up to the end of r.
+func ParsePage(r io.Reader) (Page, error) {
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return Page{}, fmt.Errorf("vllm: parse metrics: %w", err)
+	}
+	return Page{families: families}, nil
+}
+
 // Parse reads a metrics page and aggregates it over its engines.
 func Parse(r io.Reader) (Metrics, error) {
-	engines, err := ParseEngines(r)
+	p, err := ParsePage(r)
+	if err != nil {
+		return Metrics{}, err
+	}
+	return p.Metrics()
+}
+
+// ParseEngines reads a metrics page into its engines, as Page.Engines.
+func ParseEngines(r io.Reader) ([]Engine, error) {
+	p, err := ParsePage(r)
+	if err != nil {
+		return nil, err
+	}
+	return p.Engines()
+}
+
+// Metrics aggregates the page over its engines; it fails as Engines does.
+func (p Page) Metrics() (Metrics, error) {
+	engines, err := p.Engines()
 	if err != nil {
 		return Metrics{}, err
 	}
 	return Aggregate(engines), nil
 }
 
-// ParseEngines reads a metrics page into one Engine per (model_name, engine) label pair,
-// sorted by model and engine index. Cache configuration series, which carry no model label,
-// apply to every engine of the same index.
-func ParseEngines(r io.Reader) ([]Engine, error) {
-	p := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := p.TextToMetricFamilies(r)
-	if err != nil {
-		return nil, fmt.Errorf("vllm: parse metrics: %w", err)
-	}
+// Engines returns one Engine per (model_name, engine) label pair of the page, sorted by model
+// and engine index. Cache configuration series, which carry no model label, apply to every
+// engine of the same index. A page without request-count gauges is ErrNoLoadMetrics.
+func (p Page) Engines() ([]Engine, error) {
+	families := p.families
 	c := collector{byKey: map[engineKey]*Engine{}}
 	seen := false
 	for _, name := range []string{NameRunning, NameWaiting, nameSGLangRunning, nameSGLangWaiting} {
