@@ -43,15 +43,26 @@ type cpuTier interface {
 	clear()
 }
 
+// CheckEviction reports whether name is an eviction policy of the CPU tier: lru, arc, or ""
+// (lru). The error names the sweep file's key, kv_offloading_eviction_policy, so that a caller
+// can prefix its section.
+func CheckEviction(name string) error {
+	switch name {
+	case EvictionLRU, EvictionARC, "":
+		return nil
+	}
+	return fmt.Errorf("kv_offloading_eviction_policy %q: want %s or %s", name, EvictionLRU, EvictionARC)
+}
+
 // newCPUTier returns an empty tier of capacity blocks that evicts by policy (lru or arc).
 func newCPUTier(policy string, capacity int) (cpuTier, error) {
-	switch policy {
-	case EvictionLRU, "":
-		return newLRUTier(capacity), nil
-	case EvictionARC:
+	if err := CheckEviction(policy); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if policy == EvictionARC {
 		return newARCTier(capacity), nil
 	}
-	return nil, fmt.Errorf("engine: kv_offloading_eviction %q: want %s or %s", policy, EvictionLRU, EvictionARC)
+	return newLRUTier(capacity), nil
 }
 
 // blockMap is the blocks a tier holds, by hash, each the value (*cpuBlock) of an element of
