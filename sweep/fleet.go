@@ -123,9 +123,8 @@ func (r ReplicaConfig) offload(d gpumodel.Deployment, rel engine.Release, sectio
 	}
 	c := engine.OffloadConfig{Bytes: int64(size * gpumodel.GiB), BlockSize: r.KVOffloadingBlockSize,
 		Decode: r.KVOffloadingPromptOnly != nil && !*r.KVOffloadingPromptOnly, Eviction: r.KVOffloadingEvictionPolicy}
-	if p := c.Eviction; p != "" && p != engine.EvictionLRU && p != engine.EvictionARC {
-		return engine.OffloadConfig{}, keyErr(section, "kv_offloading_eviction_policy", " %q: want %s or %s",
-			p, engine.EvictionLRU, engine.EvictionARC)
+	if err := engine.CheckEviction(c.Eviction); err != nil {
+		return engine.OffloadConfig{}, &KeyError{Key: section + ".kv_offloading_eviction_policy", Err: fmt.Errorf("%s.%w", section, err)}
 	}
 	if err := c.Validate(d); err != nil {
 		return engine.OffloadConfig{}, &KeyError{Key: section + ".kv_offloading_size", Err: fmt.Errorf("%s.kv_offloading_size: %w", section, err)}

@@ -43,47 +43,69 @@ type cpuTier interface {
 	clear()
 }
 
-// newCPUTier returns an empty tier of capacity blocks that evicts by policy (lru or arc).
-func newCPUTier(policy string, capacity int) (cpuTier, error) {
-	switch policy {
-	case EvictionLRU, "":
-		return newLRUTier(capacity), nil
-	case EvictionARC:
-		return newARCTier(capacity), nil
+// CheckEviction reports whether name is an eviction policy of the CPU tier: lru, arc, or ""
+// (lru). The error names the sweep file's key, kv_offloading_eviction_policy, so that a caller
+// can prefix its section.
+func CheckEviction(name string) error {
+	switch name {
+	case EvictionLRU, EvictionARC, "":
+		return nil
 	}
-	return nil, fmt.Errorf("engine: kv_offloading_eviction %q: want %s or %s", policy, EvictionLRU, EvictionARC)
+	return fmt.Errorf("kv_offloading_eviction_policy %q: want %s or %s", name, EvictionLRU, EvictionARC)
 }
 
-// lruTier is the tier as vLLM's LRUOffloadingManager keeps it
-// (vllm-project/vllm@3a04cf8f vllm/v1/kv_offload/lru_manager.py): offloaded blocks by hash
-// in least-recently-used order, each not ready (-1), free (0) or pinned by loads (> 0).
-type lruTier struct {
+// newCPUTier returns an empty tier of capacity blocks that evicts by policy (lru or arc).
+func newCPUTier(policy string, capacity int) (cpuTier, error) {
+	if err := CheckEviction(policy); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	if policy == EvictionARC {
+		return newARCTier(capacity), nil
+	}
+	return newLRUTier(capacity), nil
+}
+
+// blockMap is the blocks a tier holds, by hash, each the value (*cpuBlock) of an element of
+// one of the tier's lists, and the tier's capacity in blocks. Its methods are the rules every
+// eviction policy shares: what is a hit, what a load reads, pinning and completing stores.
+type blockMap struct {
 	capacity int // blocks
-	order    *list.List
 	blocks   map[uint64]*list.Element
 }
 
-// cpuBlock is one offloaded block: its hash and its reference count (-1: not ready).
+// cpuBlock is one held block: its hash, its reference count (-1: not ready, 0: free, > 0:
+// pinned by loads) and, under ARC, whether it is in T2 and the store that protects it from
+// eviction (arcTier.prepareStore's stamp); LRU leaves both zero.
 type cpuBlock struct {
-	hash uint64
-	ref  int32
+	hash    uint64
+	ref     int32
+	inT2    bool
+	protect uint64
 }
 
-func newLRUTier(capacity int) *lruTier {
-	return &lruTier{capacity: capacity, order: list.New(), blocks: make(map[uint64]*list.Element)}
+func newBlockMap(capacity int) blockMap {
+	return blockMap{capacity: capacity, blocks: make(map[uint64]*list.Element)}
 }
 
 // len returns the blocks the tier holds, ready or not.
-func (t *lruTier) len() int { return t.order.Len() }
+func (m *blockMap) len() int { return len(m.blocks) }
 
-func (t *lruTier) size() int { return t.capacity }
+// size returns the tier's capacity in blocks.
+func (m *blockMap) size() int { return m.capacity }
+
+// block returns the held block of hash h, or nil.
+func (m *blockMap) block(h uint64) *cpuBlock {
+	if e, ok := m.blocks[h]; ok {
+		return e.Value.(*cpuBlock)
+	}
+	return nil
+}
 
 // lookup returns how many of hashes, from the first, are held and ready: the count stops at
-// the first block missing or still being stored (LRUOffloadingManager.lookup).
-func (t *lruTier) lookup(hashes []uint64) int {
+// the first block missing or still being stored (lookup).
+func (m *blockMap) lookup(hashes []uint64) int {
 	for i, h := range hashes {
-		e, ok := t.blocks[h]
-		if !ok || e.Value.(*cpuBlock).ref < 0 {
+		if b := m.block(h); b == nil || b.ref < 0 {
 			return i
 		}
 	}
@@ -91,13 +113,54 @@ func (t *lruTier) lookup(hashes []uint64) int {
 }
 
 // loading reports whether a load reads any of hashes.
-func (t *lruTier) loading(hashes []uint64) bool {
+func (m *blockMap) loading(hashes []uint64) bool {
 	for _, h := range hashes {
-		if e, ok := t.blocks[h]; ok && e.Value.(*cpuBlock).ref > 0 {
+		if b := m.block(h); b != nil && b.ref > 0 {
 			return true
 		}
 	}
 	return false
+}
+
+// pin takes a reference on each of hashes, ready blocks a load is about to read
+// (prepare_load); unpin drops it (complete_load).
+func (m *blockMap) pin(hashes []uint64) { m.addRef(hashes, 1) }
+
+func (m *blockMap) unpin(hashes []uint64) { m.addRef(hashes, -1) }
+
+func (m *blockMap) addRef(hashes []uint64, d int32) {
+	for _, h := range hashes {
+		if b := m.block(h); b != nil {
+			b.ref += d
+		}
+	}
+}
+
+// completeStore makes the blocks of hashes that are still being stored ready and returns
+// them, the hashes a BlockStored event announces (complete_store).
+func (m *blockMap) completeStore(hashes, stored []uint64) []uint64 {
+	stored = stored[:0]
+	for _, h := range hashes {
+		if b := m.block(h); b != nil && b.ref < 0 {
+			b.ref = 0
+			stored = append(stored, h)
+		}
+	}
+	return stored
+}
+
+// lruTier is the tier as vLLM's LRUOffloadingManager keeps it
+// (vllm-project/vllm@3a04cf8f vllm/v1/kv_offload/lru_manager.py): offloaded blocks by hash
+// in least-recently-used order.
+type lruTier struct {
+	blockMap
+	order *list.List
+}
+
+var _ cpuTier = (*lruTier)(nil)
+
+func newLRUTier(capacity int) *lruTier {
+	return &lruTier{blockMap: newBlockMap(capacity), order: list.New()}
 }
 
 // touch makes the held blocks among hashes the most recently used, the first of them most
@@ -106,20 +169,6 @@ func (t *lruTier) touch(hashes []uint64) {
 	for i := len(hashes) - 1; i >= 0; i-- {
 		if e, ok := t.blocks[hashes[i]]; ok {
 			t.order.MoveToBack(e)
-		}
-	}
-}
-
-// pin takes a reference on each of hashes, ready blocks a load is about to read
-// (prepare_load); unpin drops it (complete_load).
-func (t *lruTier) pin(hashes []uint64) { t.addRef(hashes, 1) }
-
-func (t *lruTier) unpin(hashes []uint64) { t.addRef(hashes, -1) }
-
-func (t *lruTier) addRef(hashes []uint64, d int32) {
-	for _, h := range hashes {
-		if e, ok := t.blocks[h]; ok {
-			e.Value.(*cpuBlock).ref += d
 		}
 	}
 }
@@ -153,21 +202,6 @@ func (t *lruTier) prepareStore(hashes []uint64, toStore, evicted []uint64) ([]ui
 		t.blocks[h] = t.order.PushBack(&cpuBlock{hash: h, ref: -1})
 	}
 	return toStore, evicted, true
-}
-
-// completeStore makes the blocks of hashes that are still being stored ready and returns
-// them, the hashes a BlockStored event announces (complete_store).
-func (t *lruTier) completeStore(hashes, stored []uint64) []uint64 {
-	stored = stored[:0]
-	for _, h := range hashes {
-		if e, ok := t.blocks[h]; ok {
-			if b := e.Value.(*cpuBlock); b.ref < 0 {
-				b.ref = 0
-				stored = append(stored, h)
-			}
-		}
-	}
-	return stored
 }
 
 // clear empties the tier (the replica failed).

@@ -11,23 +11,15 @@ import "container/list"
 // (frequency pays). Eviction takes the oldest free block of T1 while T1 is at least its
 // target, else of T2.
 type arcTier struct {
-	capacity int
+	blockMap         // held blocks, in t1 or t2
 	target   float64 // T1's target size in blocks, 0..capacity
 	t1, t2   *list.List
 	b1, b2   *list.List
-	blocks   map[uint64]*list.Element // held blocks (*arcBlock), in t1 or t2
 	ghosts   map[uint64]*list.Element // ghost hashes (*arcGhost), in b1 or b2
 	stamp    uint64                   // the current store's mark on the blocks it protects
 }
 
-// arcBlock is one held block: its hash, its reference count (-1: not ready), whether it is
-// in T2, and the store that protects it from eviction (prepareStore's stamp).
-type arcBlock struct {
-	hash    uint64
-	ref     int32
-	inT2    bool
-	protect uint64
-}
+var _ cpuTier = (*arcTier)(nil)
 
 // arcGhost is a hash evicted from T1 (b1) or T2.
 type arcGhost struct {
@@ -36,36 +28,8 @@ type arcGhost struct {
 }
 
 func newARCTier(capacity int) *arcTier {
-	return &arcTier{capacity: capacity, t1: list.New(), t2: list.New(), b1: list.New(), b2: list.New(),
-		blocks: make(map[uint64]*list.Element), ghosts: make(map[uint64]*list.Element)}
-}
-
-func (t *arcTier) len() int  { return len(t.blocks) }
-func (t *arcTier) size() int { return t.capacity }
-
-func (t *arcTier) block(h uint64) *arcBlock {
-	if e, ok := t.blocks[h]; ok {
-		return e.Value.(*arcBlock)
-	}
-	return nil
-}
-
-func (t *arcTier) lookup(hashes []uint64) int {
-	for i, h := range hashes {
-		if b := t.block(h); b == nil || b.ref < 0 {
-			return i
-		}
-	}
-	return len(hashes)
-}
-
-func (t *arcTier) loading(hashes []uint64) bool {
-	for _, h := range hashes {
-		if b := t.block(h); b != nil && b.ref > 0 {
-			return true
-		}
-	}
-	return false
+	return &arcTier{blockMap: newBlockMap(capacity), t1: list.New(), t2: list.New(), b1: list.New(), b2: list.New(),
+		ghosts: make(map[uint64]*list.Element)}
 }
 
 // touch walks hashes last to first (ARCCachePolicy.touch, arc.py:75-101): a ready T1 block
@@ -95,7 +59,7 @@ func (t *arcTier) touch(hashes []uint64) {
 }
 
 func (t *arcTier) touchBlock(h uint64, e *list.Element) {
-	b := e.Value.(*arcBlock)
+	b := e.Value.(*cpuBlock)
 	switch {
 	case b.inT2:
 		t.t2.MoveToBack(e)
@@ -105,17 +69,6 @@ func (t *arcTier) touchBlock(h uint64, e *list.Element) {
 		t.t1.Remove(e)
 		b.inT2 = true
 		t.blocks[h] = t.t2.PushBack(b)
-	}
-}
-
-func (t *arcTier) pin(hashes []uint64)   { t.addRef(hashes, 1) }
-func (t *arcTier) unpin(hashes []uint64) { t.addRef(hashes, -1) }
-
-func (t *arcTier) addRef(hashes []uint64, d int32) {
-	for _, h := range hashes {
-		if b := t.block(h); b != nil {
-			b.ref += d
-		}
 	}
 }
 
@@ -143,7 +96,7 @@ func (t *arcTier) prepareStore(hashes []uint64, toStore, evicted []uint64) ([]ui
 		if g, ok := t.ghosts[h]; ok {
 			t.dropGhost(h, g)
 		}
-		t.blocks[h] = t.t1.PushBack(&arcBlock{hash: h, ref: -1})
+		t.blocks[h] = t.t1.PushBack(&cpuBlock{hash: h, ref: -1})
 	}
 	return toStore, evicted, true
 }
@@ -171,11 +124,11 @@ func (t *arcTier) evict(n int, out []uint64) ([]uint64, bool) {
 				return out[:0], false
 			}
 		}
-		out = append(out, c.Value.(*arcBlock).hash)
+		out = append(out, c.Value.(*cpuBlock).hash)
 	}
 	for _, h := range out {
 		e := t.blocks[h]
-		b := e.Value.(*arcBlock)
+		b := e.Value.(*cpuBlock)
 		delete(t.blocks, h)
 		ghosts := t.b1
 		if b.inT2 {
@@ -199,7 +152,7 @@ func (t *arcTier) evict(n int, out []uint64) ([]uint64, bool) {
 // element after it (where the scan goes on), or nil when there is none.
 func (t *arcTier) nextFree(e *list.Element) (found, next *list.Element) {
 	for ; e != nil; e = e.Next() {
-		if b := e.Value.(*arcBlock); b.ref == 0 && b.protect != t.stamp {
+		if b := e.Value.(*cpuBlock); b.ref == 0 && b.protect != t.stamp {
 			return e, e.Next()
 		}
 	}
@@ -214,17 +167,6 @@ func (t *arcTier) dropGhost(h uint64, e *list.Element) {
 		t.b2.Remove(e)
 	}
 	delete(t.ghosts, h)
-}
-
-func (t *arcTier) completeStore(hashes, stored []uint64) []uint64 {
-	stored = stored[:0]
-	for _, h := range hashes {
-		if b := t.block(h); b != nil && b.ref < 0 {
-			b.ref = 0
-			stored = append(stored, h)
-		}
-	}
-	return stored
 }
 
 func (t *arcTier) clear() {

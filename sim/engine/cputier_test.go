@@ -63,3 +63,26 @@ func TestCPUTierPrepareStore(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckEviction checks the eviction policy names the CPU tier takes and that a wrong one
+// is reported under the sweep file's key, which callers prefix with their section.
+func TestCheckEviction(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		want string // the error, or "" for none
+	}{
+		{"", ""},
+		{EvictionLRU, ""},
+		{EvictionARC, ""},
+		{"lfu", `kv_offloading_eviction_policy "lfu": want lru or arc`},
+		{"LRU", `kv_offloading_eviction_policy "LRU": want lru or arc`},
+	} {
+		got := ""
+		if err := CheckEviction(tc.name); err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("CheckEviction(%q) = %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -69,8 +69,8 @@ func (c OffloadConfig) Validate(d gpumodel.Deployment) error {
 	if c.Latency < 0 || c.LoadTimeout < 0 {
 		errs = append(errs, errors.New("engine: offload latency and load timeout must not be negative"))
 	}
-	if _, err := newCPUTier(c.Eviction, 0); err != nil {
-		errs = append(errs, err)
+	if err := CheckEviction(c.Eviction); err != nil {
+		errs = append(errs, fmt.Errorf("engine: %w", err))
 	}
 	if len(errs) == 0 && c.capacity(d) < 1 {
 		errs = append(errs, fmt.Errorf("engine: kv_offloading_size %d bytes holds no offloaded block", c.Bytes))
