@@ -8,6 +8,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
 	"kvroute/router"
 	"kvroute/sweep"
 )
@@ -93,6 +96,43 @@ func TestSearchFindsOptimum(t *testing.T) {
 			}
 			if s.Best == 0 {
 				t.Error("the defaults won, though they are off the optimum")
+			}
+		})
+	}
+}
+
+// TestDefaultsRunAsGiven checks that the defaults' candidate runs and records the values
+// the spec gives, where their place in the unit cube maps to others: an unset value (its
+// middle) and one outside the bounds (clamped).
+func TestDefaultsRunAsGiven(t *testing.T) {
+	cases := []struct {
+		name string
+		spec sweep.PolicySpec
+		only []string
+	}{
+		{"unset value", sweep.PolicySpec{Name: "prefix-tree"}, nil},
+		{"value outside the bounds", sweep.PolicySpec{Name: "kv-router", Params: map[string]any{"overlap_score_credit": 5.0}},
+			[]string{"overlap_score_credit", "prefill_load_scale"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			space, err := NewSpace(router.Builtin(), tc.spec, tc.only)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := space.Key(space.Values(defaultUnit(space))), space.Key(space.Defaults()); got == want {
+				t.Fatalf("the defaults' unit point maps back to them (%s): the case tests nothing", got)
+			}
+			f := &synthetic{flat: true}
+			s, err := Run(context.Background(), space, TTFTP99, Options{Seed: 1, SearchReps: 2, Initial: 4, Rounds: 1}, f.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := f.trials[0].Spec.Label(), space.Spec(space.Defaults()).Label(); got != want {
+				t.Errorf("the first trial ran %s, want the defaults %s", got, want)
+			}
+			if diff := cmp.Diff(space.Defaults(), s.Candidates[0].Values, cmpopts.EquateNaNs()); diff != "" {
+				t.Errorf("Candidates[0].Values (-defaults +got):\n%s", diff)
 			}
 		})
 	}
