@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"kvroute/sweep"
 )
@@ -233,19 +234,21 @@ func hypercube(dim, n int, seed uint64) [][]float64 {
 }
 
 // compass returns the unevaluated neighbours of the best candidate, step away along each
-// axis in both directions (clamped to the cube).
+// axis in both directions (clamped to the cube). A neighbour differs from the best in that
+// parameter alone: the others keep the values it ran, which for the defaults need not be
+// the values of their place in the cube.
 func (s *Search) compass(step float64) []point {
-	center := s.Candidates[s.Best].unit
+	center := s.Candidates[s.Best]
 	seen := map[string]bool{}
 	for _, c := range s.Candidates {
 		seen[s.Space.Key(c.Values)] = true
 	}
 	var out []point
-	for i := range center {
+	for i := range center.unit {
 		for _, d := range []float64{-step, step} {
-			u := append([]float64(nil), center...)
-			u[i] = min(max(u[i]+d, 0), 1)
-			p := s.Space.pointAt(u)
+			p := point{unit: slices.Clone(center.unit), values: slices.Clone(center.Values)}
+			p.unit[i] = min(max(p.unit[i]+d, 0), 1)
+			p.values[i] = s.Space.Value(i, p.unit[i])
 			if k := s.Space.Key(p.values); !seen[k] {
 				seen[k] = true
 				out = append(out, p)
