@@ -141,13 +141,16 @@ func tuneSpecs(v string) ([]sweep.PolicySpec, error) {
 	return specs, nil
 }
 
+// tuneSpace is the space -tune searches for spec, and -plan sizes: the parameters params
+// names (-tune-params: comma-separated, spaces trimmed), or every bounded one that is not
+// optional when it names none.
+func tuneSpace(spec sweep.PolicySpec, params string) (tune.Space, error) {
+	return tune.NewSpace(router.Builtin(), spec, splitList(params))
+}
+
 // tuneOne searches one policy and compares it, with its trials cached in its directory.
 func tuneOne(ctx context.Context, p sweep.Point, spec sweep.PolicySpec, o options, log *slog.Logger) (tune.Result, error) {
-	var only []string
-	if o.tune.params != "" {
-		only = strings.Split(o.tune.params, ",")
-	}
-	space, err := tune.NewSpace(router.Builtin(), spec, only)
+	space, err := tuneSpace(spec, o.tune.params)
 	if err != nil {
 		return tune.Result{}, err
 	}

@@ -12,7 +12,6 @@ import (
 
 	"kvroute/internal/tune"
 	"kvroute/results/report"
-	"kvroute/router"
 	"kvroute/sweep"
 )
 
@@ -115,7 +114,7 @@ func writeRanking(o options, done []tune.Result, stdout io.Writer) error {
 func planTune(ctx context.Context, p sweep.Point, specs []sweep.PolicySpec, o options, stdout io.Writer, log *slog.Logger) int {
 	var jobs []sweep.Job
 	for _, spec := range specs {
-		space, err := tune.NewSpace(router.Builtin(), spec, nil)
+		space, err := tuneSpace(spec, o.tune.params)
 		if err != nil {
 			log.Error("plan", "err", err)
 			return 2

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -150,5 +152,73 @@ func TestTuneSpecs(t *testing.T) {
 	all, err := tuneSpecs("all")
 	if err != nil || len(all) < 10 {
 		t.Errorf("all: %d specs, %v", len(all), err)
+	}
+}
+
+// TestTuneSpace checks how -tune-params is read: names separated by commas, with spaces
+// around them and empty entries ignored; none for the default set.
+func TestTuneSpace(t *testing.T) {
+	cases := []struct {
+		name, params string
+		want         []string
+		wantErr      bool
+	}{
+		{"none: the default set", "", []string{"overlap_score_credit", "prefill_load_scale", "router_temperature"}, false},
+		{"blank", " ", []string{"overlap_score_credit", "prefill_load_scale", "router_temperature"}, false},
+		{"one", "prefill_load_scale", []string{"prefill_load_scale"}, false},
+		{"two", "overlap_score_credit,prefill_load_scale", []string{"overlap_score_credit", "prefill_load_scale"}, false},
+		{"spaces", " overlap_score_credit , prefill_load_scale ", []string{"overlap_score_credit", "prefill_load_scale"}, false},
+		{"empty entries", "overlap_score_credit,,host_cache_hit_weight,", []string{"overlap_score_credit", "host_cache_hit_weight"}, false},
+		{"unknown", "overlap_score_credit, nope", nil, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			space, err := tuneSpace(sweep.PolicySpec{Name: "kv-router"}, tc.params)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, want error %v", err, tc.wantErr)
+			}
+			var got []string
+			for _, p := range space.Params {
+				got = append(got, p.Key)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("searched (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlanTune checks that -plan with -tune sizes the space the tune searches: the
+// parameters -tune-params names, and at most the runs the tune takes.
+func TestPlanTune(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	flags := smallTune(out)
+	for i, f := range flags {
+		if f == "-tune-params" {
+			flags[i+1] = "overlap_score_credit, prefill_load_scale"
+		}
+	}
+	plan, _ := runSim(t, append(flags, "-plan", "-plan-wall", "1h")...)
+	var dim, maxRuns int
+	if _, err := fmt.Sscanf(plan, "kv-router: %d parameters, at most %d runs", &dim, &maxRuns); err != nil {
+		t.Fatalf("-plan output: %v\n%s", err, plan)
+	}
+	runSim(t, flags...)
+	data, err := os.ReadFile(filepath.Join(out, tuneFiles[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Params []struct{ Key string }
+		Runs   int
+	}
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	if dim != 2 || len(r.Params) != dim {
+		t.Errorf("-plan sized %d parameters, the tune searched %d: want 2, as -tune-params names", dim, len(r.Params))
+	}
+	if r.Runs == 0 || r.Runs > maxRuns {
+		t.Errorf("the tune ran %d simulations, -plan said at most %d", r.Runs, maxRuns)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 
 	"kvroute/sweep"
 )
@@ -132,7 +133,7 @@ type Candidate struct {
 	Round int `json:"round"`
 	// Values are the searched parameters' values, in Space.Params order (NaN: unset).
 	Values []float64 `json:"values"`
-	unit   []float64
+	unit   []float64 // its place in the unit cube (the defaults': defaultUnit)
 	// PerRep are the objective's values on the search replications; a finalist's
 	// Validation its values on the validation replications.
 	PerRep     []float64 `json:"per_rep"`
@@ -167,19 +168,19 @@ func Run(ctx context.Context, space Space, obj Objective, opts Options, run Runn
 		return nil, err
 	}
 	s := &Search{Space: space, Objective: obj, Options: opts}
-	first := [][]float64{defaultUnit(space)}
-	first = append(first, hypercube(space.Dim(), opts.Initial, opts.Seed)...)
-	if space.Dim() == 0 {
-		first = first[:1]
+	first := []point{{unit: defaultUnit(space), values: space.Defaults()}}
+	if space.Dim() > 0 {
+		for _, u := range hypercube(space.Dim(), opts.Initial, opts.Seed) {
+			first = append(first, space.pointAt(u))
+		}
 	}
-	if err := s.evaluate(ctx, run, 0, first, true); err != nil {
+	if err := s.evaluate(ctx, run, 0, first); err != nil {
 		return nil, err
 	}
-	s.Candidates[0].Values = space.Defaults()
 	step := opts.Step
 	for round := 1; round <= opts.Rounds && step >= opts.MinStep && space.Dim() > 0; round++ {
 		before := s.Best
-		if err := s.evaluate(ctx, run, round, s.compass(step), false); err != nil {
+		if err := s.evaluate(ctx, run, round, s.compass(step)); err != nil {
 			return nil, err
 		}
 		if s.Best == before {
@@ -194,7 +195,18 @@ func Run(ctx context.Context, space Space, obj Objective, opts Options, run Runn
 	return s, nil
 }
 
-// defaultUnit is the defaults' place in the unit cube.
+// point is a candidate to evaluate: the values it runs, and its place in the unit cube,
+// from which the compass search steps and along which Influence bins the hypercube.
+type point struct {
+	unit   []float64
+	values []float64
+}
+
+// pointAt is the candidate at u in the unit cube.
+func (s Space) pointAt(u []float64) point { return point{unit: u, values: s.Values(u)} }
+
+// defaultUnit is the defaults' place in the unit cube: the values their Unit gives, which
+// need not map back to the defaults (an unset value sits in the middle, Value rounds).
 func defaultUnit(space Space) []float64 {
 	u := make([]float64, space.Dim())
 	for i, p := range space.Params {
@@ -222,21 +234,24 @@ func hypercube(dim, n int, seed uint64) [][]float64 {
 }
 
 // compass returns the unevaluated neighbours of the best candidate, step away along each
-// axis in both directions (clamped to the cube).
-func (s *Search) compass(step float64) [][]float64 {
-	center := s.Candidates[s.Best].unit
+// axis in both directions (clamped to the cube). A neighbour differs from the best in that
+// parameter alone: the others keep the values it ran, which for the defaults need not be
+// the values of their place in the cube.
+func (s *Search) compass(step float64) []point {
+	center := s.Candidates[s.Best]
 	seen := map[string]bool{}
 	for _, c := range s.Candidates {
 		seen[s.Space.Key(c.Values)] = true
 	}
-	var out [][]float64
-	for i := range center {
+	var out []point
+	for i := range center.unit {
 		for _, d := range []float64{-step, step} {
-			u := append([]float64(nil), center...)
-			u[i] = min(max(u[i]+d, 0), 1)
-			if k := s.Space.Key(s.Space.Values(u)); !seen[k] {
+			p := point{unit: slices.Clone(center.unit), values: slices.Clone(center.Values)}
+			p.unit[i] = min(max(p.unit[i]+d, 0), 1)
+			p.values[i] = s.Space.Value(i, p.unit[i])
+			if k := s.Space.Key(p.values); !seen[k] {
 				seen[k] = true
-				out = append(out, u)
+				out = append(out, p)
 			}
 		}
 	}
@@ -244,15 +259,11 @@ func (s *Search) compass(step float64) [][]float64 {
 }
 
 // evaluate runs the points of one round on the search replications and records them.
-// isDefault marks points[0] as the defaults, run as the spec gives them.
-func (s *Search) evaluate(ctx context.Context, run Runner, round int, points [][]float64, isDefault bool) error {
+func (s *Search) evaluate(ctx context.Context, run Runner, round int, points []point) error {
 	reps := s.Options.SearchReps
 	var trials []Trial
-	for k, u := range points {
-		spec := s.Space.Spec(s.Space.Values(u))
-		if k == 0 && isDefault {
-			spec = s.Space.Spec(s.Space.Defaults())
-		}
+	for _, p := range points {
+		spec := s.Space.Spec(p.values)
 		for r := range reps {
 			trials = append(trials, Trial{Spec: spec, Rep: r})
 		}
@@ -268,13 +279,13 @@ func (s *Search) evaluate(ctx context.Context, run Runner, round int, points [][
 		return fmt.Errorf("tune: round %d: the runner returned %d values for %d trials", round, len(vals), len(trials))
 	}
 	s.Runs += len(trials)
-	for k, u := range points {
+	for k, p := range points {
 		per := vals[k*reps : (k+1)*reps]
 		loss := s.Objective.loss(per)
 		if math.IsNaN(loss) {
 			loss = math.Inf(1)
 		}
-		s.Candidates = append(s.Candidates, Candidate{Round: round, Values: s.Space.Values(u), unit: u,
+		s.Candidates = append(s.Candidates, Candidate{Round: round, Values: p.values, unit: p.unit,
 			PerRep: per, Score: s.Objective.aggregate(loss), SearchScore: s.Objective.aggregate(loss), loss: loss})
 		if n := len(s.Candidates) - 1; loss < s.Candidates[s.Best].loss {
 			s.Best = n

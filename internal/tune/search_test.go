@@ -5,8 +5,12 @@ import (
 	"context"
 	"maps"
 	"math"
+	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"kvroute/router"
 	"kvroute/sweep"
@@ -96,6 +100,116 @@ func TestSearchFindsOptimum(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDefaultsRunAsGiven checks that the defaults' candidate runs and records the values
+// the spec gives, where their place in the unit cube maps to others: an unset value (its
+// middle) and one outside the bounds (clamped).
+func TestDefaultsRunAsGiven(t *testing.T) {
+	cases := []struct {
+		name string
+		spec sweep.PolicySpec
+		only []string
+	}{
+		{"unset value", sweep.PolicySpec{Name: "prefix-tree"}, nil},
+		{"value outside the bounds", sweep.PolicySpec{Name: "kv-router", Params: map[string]any{"overlap_score_credit": 5.0}},
+			[]string{"overlap_score_credit", "prefill_load_scale"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			space, err := NewSpace(router.Builtin(), tc.spec, tc.only)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := space.Key(space.Values(defaultUnit(space))), space.Key(space.Defaults()); got == want {
+				t.Fatalf("the defaults' unit point maps back to them (%s): the case tests nothing", got)
+			}
+			f := &synthetic{flat: true}
+			s, err := Run(context.Background(), space, TTFTP99, Options{Seed: 1, SearchReps: 2, Initial: 4, Rounds: 1}, f.run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := f.trials[0].Spec.Label(), space.Spec(space.Defaults()).Label(); got != want {
+				t.Errorf("the first trial ran %s, want the defaults %s", got, want)
+			}
+			if diff := cmp.Diff(space.Defaults(), s.Candidates[0].Values, cmpopts.EquateNaNs()); diff != "" {
+				t.Errorf("Candidates[0].Values (-defaults +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCompassStepsFromDefaults checks that when the defaults are best, the compass search's
+// neighbours differ from them in one parameter each, though their place in the unit cube
+// maps to other values: an unset value, one outside the bounds (chwbl's
+// virtual_nodes_per_replica, 0: the variant's), one off the log scale's round trip.
+func TestCompassStepsFromDefaults(t *testing.T) {
+	cases := []struct {
+		name string
+		spec sweep.PolicySpec
+	}{
+		{"unset value", sweep.PolicySpec{Name: "prefix-tree"}},
+		{"value outside the bounds", sweep.PolicySpec{Name: "chwbl"}},
+		{"log scale", sweep.PolicySpec{Name: "token-load"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			space, err := NewSpace(router.Builtin(), tc.spec, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defaults := space.Defaults()
+			if differing(space.Values(defaultUnit(space)), defaults) == 0 {
+				t.Fatal("the defaults' unit point maps back to them: the case tests nothing")
+			}
+			s, err := Run(context.Background(), space, TTFTP99, Options{Seed: 1, SearchReps: 2, Rounds: 1}, offDefaults(space))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, c := range s.Candidates {
+				if c.Round != 1 {
+					continue
+				}
+				n++
+				if d := differing(defaults, c.Values); d != 1 {
+					t.Errorf("neighbour %s differs from the defaults %s in %d parameters, want 1", space.Key(c.Values), space.Key(defaults), d)
+				}
+			}
+			if n == 0 {
+				t.Error("the compass search evaluated no neighbours")
+			}
+		})
+	}
+}
+
+// offDefaults is a runner whose objective counts the parameters a trial sets otherwise
+// than the defaults do: they are the best candidate.
+func offDefaults(space Space) Runner {
+	want := space.Spec(space.Defaults()).Params
+	return func(_ context.Context, trials []Trial) ([]float64, error) {
+		out := make([]float64, len(trials))
+		for i, t := range trials {
+			out[i] = 500
+			for _, p := range space.Params {
+				if !reflect.DeepEqual(t.Spec.Params[p.Key], want[p.Key]) { // a missing key: nil
+					out[i] += 500
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+// differing counts the values of a and b that differ (two NaN are equal).
+func differing(a, b []float64) int {
+	n := 0
+	for i := range a {
+		if a[i] != b[i] && !(math.IsNaN(a[i]) && math.IsNaN(b[i])) {
+			n++
+		}
+	}
+	return n
 }
 
 // TestPairedSeeds checks that every search candidate runs on the same replications, the
