@@ -65,9 +65,9 @@ type options struct {
 	kvDial       string // or every replica dials this endpoint (a router that binds)
 
 	prefillReplicas int // the first this many replicas serve prefill legs, the others decode
-	// pools, for a split fleet file (fleet.pools or fleet.split), are the replicas by pool,
-	// in order: replica i is the i-th of their concatenation.
-	pools []sweep.PoolEngines
+	// pooled, for a split fleet file (fleet.pools or fleet.split), is each replica's pool
+	// role and engine configuration, the pools' replicas in file order; nil otherwise.
+	pooled []poolReplica
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {

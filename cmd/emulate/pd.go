@@ -36,20 +36,20 @@ func (o options) checkPD() error {
 	return nil
 }
 
+// poolReplica is one replica of a split fleet: its pool's role and its engine configuration.
+type poolReplica struct {
+	role   string
+	engine engine.Config
+}
+
 // role is replica i's role.
 func (o options) role(i int) string {
-	if o.pools != nil {
-		for _, p := range o.pools {
-			if i < len(p.Engines) {
-				return p.Role
-			}
-			i -= len(p.Engines)
-		}
-	}
-	if o.prefillReplicas == 0 {
+	switch {
+	case o.pooled != nil:
+		return o.pooled[i].role
+	case o.prefillReplicas == 0:
 		return o.cfg.PD.Role
-	}
-	if i < o.prefillReplicas {
+	case i < o.prefillReplicas:
 		return emulate.RolePrefill
 	}
 	return emulate.RoleDecode
@@ -68,13 +68,10 @@ func (o options) pdRoles() string {
 
 // poolEngine is replica i's engine configuration in a split fleet, nil otherwise.
 func (o options) poolEngine(i int) *engine.Config {
-	for _, p := range o.pools {
-		if i < len(p.Engines) {
-			return &p.Engines[i]
-		}
-		i -= len(p.Engines)
+	if o.pooled == nil {
+		return nil
 	}
-	return nil
+	return &o.pooled[i].engine
 }
 
 // resolvePools resolves a split fleet file (fleet.pools or fleet.split) into o: the pools'
@@ -88,10 +85,13 @@ func (o *options) resolvePools(fs *flag.FlagSet, fl sweep.FleetConfig, cat gpumo
 	if err != nil {
 		return err
 	}
-	o.pools, o.replicas = pools, 0
+	o.pooled = nil
 	for _, p := range pools {
-		o.replicas += len(p.Engines)
+		for _, ec := range p.Engines {
+			o.pooled = append(o.pooled, poolReplica{role: p.Role, engine: ec})
+		}
 	}
+	o.replicas = len(o.pooled)
 	pd, kt := &o.cfg.PD, fl.KVTransfer
 	for name, apply := range map[string]func(){
 		"kv-transfer-bandwidth-gbps": func() { pd.BandwidthGbps = kt.BandwidthGbps },

@@ -38,6 +38,9 @@ func TestPDFlags(t *testing.T) {
 			if got := o.pdRoles(); got != tc.roles {
 				t.Errorf("roles %q, want %q", got, tc.roles)
 			}
+			if ec := o.poolEngine(0); ec != nil {
+				t.Errorf("replica 0 has a pool engine %+v without a fleet file", ec)
+			}
 		})
 	}
 }
@@ -61,8 +64,10 @@ func TestPDFleetFile(t *testing.T) {
 	if got, want := o.pdRoles(), "replica-0=prefill,replica-1=decode,replica-2=decode"; o.replicas != 3 || got != want {
 		t.Errorf("%d replicas, roles %q: want 3, %q", o.replicas, got, want)
 	}
-	if tp := o.poolEngine(2).Deployment.TP; tp != 2 {
-		t.Errorf("decode replica tp %d, want 2", tp)
+	for i, want := range []int{1, 2, 2} {
+		if tp := o.poolEngine(i).Deployment.TP; tp != want {
+			t.Errorf("replica %d tp %d, want its pool's %d", i, tp, want)
+		}
 	}
 	if o.cfg.PD.BandwidthGbps != 200 || o.cfg.PD.BaseLatency != 7*time.Millisecond {
 		t.Errorf("link %+v: want the file's 200 Gbit/s and the flag's 7ms", o.cfg.PD)

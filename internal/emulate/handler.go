@@ -144,7 +144,7 @@ func (r *Replica) parse(w http.ResponseWriter, req *http.Request, chat bool) (pe
 	if chat {
 		p.id = "chatcmpl-" + p.st.req.ID
 	}
-	if e := r.pdCheck(&p, req, body); e != nil {
+	if e := r.pdCheck(&p, req, o.KVTransferParams); e != nil {
 		return pending{}, e
 	}
 	p.st.pdParams = p.pd.params

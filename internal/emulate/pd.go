@@ -88,12 +88,14 @@ type pdLeg struct {
 // pdCheck reads a request's kv_transfer_params against the replica's role: a prefill
 // replica takes prefill legs only, never streamed (llm-d/llm-d-inference-sim@eec055a
 // pkg/llm-d-inference-sim/helpers.go:76-78 answers a streamed one 400 too); a prefill leg
-// runs one token; a decode leg (do_remote_prefill) reads its prompt's KV first.
-func (r *Replica) pdCheck(p *pending, req *http.Request, body []byte) *openai.Error {
+// runs one token; a decode leg (do_remote_prefill) reads its prompt's KV first. params is
+// the value the body's parse read (openai.Request's KVTransferParams): the body is parsed
+// once, with the same rules for every role.
+func (r *Replica) pdCheck(p *pending, req *http.Request, params []byte) *openai.Error {
 	if r.cfg.PD.Role == "" {
 		return nil
 	}
-	kv, ok, err := vllm.RequestKVTransfer(body)
+	kv, ok, err := vllm.ParseKVTransferParams(params)
 	bad := func(msg string) *openai.Error {
 		return &openai.Error{Status: http.StatusBadRequest, Type: openai.TypeInvalidRequest, Param: "kv_transfer_params", Message: msg}
 	}

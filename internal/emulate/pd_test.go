@@ -125,6 +125,32 @@ func TestPrefillRoleRejects(t *testing.T) {
 	}
 }
 
+// TestPDRolesParseAsAggregated sends a P/D replica bodies that Python's json, and so vLLM
+// and an aggregated replica, accept: a repeated key (the last one wins) and invalid UTF-8.
+// The replica's role must not make it stricter: each role answers each body alike.
+func TestPDRolesParseAsAggregated(t *testing.T) {
+	const leg = `"kv_transfer_params":{"do_remote_decode":true}`
+	for _, tc := range []struct{ name, body string }{
+		{"repeated member", `{"model":"llama-3.1-8b","prompt":"hi","prompt":"hello",` + leg + `}`},
+		{"repeated kv_transfer_params", `{"model":"llama-3.1-8b","prompt":"hi","kv_transfer_params":{"do_remote_prefill":true},` + leg + `}`},
+		{"repeated member in kv_transfer_params", `{"model":"llama-3.1-8b","prompt":"hi","kv_transfer_params":{"do_remote_decode":false,"do_remote_decode":true}}`},
+		{"invalid UTF-8 in the prompt", "{\"model\":\"llama-3.1-8b\",\"prompt\":\"caf\xe9\"," + leg + "}"},
+		{"invalid UTF-8 in kv_transfer_params", "{\"model\":\"llama-3.1-8b\",\"prompt\":\"hi\",\"kv_transfer_params\":{\"do_remote_decode\":true,\"x\":\"\xff\"}}"},
+	} {
+		for _, role := range []string{"", RolePrefill, RoleDecode} {
+			t.Run(tc.name+"/"+role, func(t *testing.T) {
+				_, url := startReplica(t, func(c *Config) { c.PD = PDConfig{Role: role} })
+				resp := postWith(t, url+"/v1/completions", tc.body)
+				b, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("status %d body %s: want 200", resp.StatusCode, b)
+				}
+			})
+		}
+	}
+}
+
 func TestTransferTime(t *testing.T) {
 	cat := gpumodel.DefaultCatalog()
 	dep := func(gpu string, tp int) gpumodel.Deployment {

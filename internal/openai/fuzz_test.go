@@ -50,6 +50,8 @@ func FuzzDecoderOracle(f *testing.F) {
 		`{"prompt":"\ud800","max_tokens":-0}`,
 		`{"prompt":"x","max_tokens":1e2}`,
 		"{\"prompt\":\"\xff\"}",
+		`{"prompt":"x","kv_transfer_params":{"do_remote_decode":true,"remote_block_ids":[1, 2]}}`,
+		`{"prompt":"x","kv_transfer_params":null}`,
 	} {
 		f.Add([]byte(s), true)
 		f.Add([]byte(s), false)

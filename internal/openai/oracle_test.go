@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // The oracle decodes request bodies with encoding/json, the obvious way; the fuzz tests
@@ -22,6 +24,7 @@ type oracleBody struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
+	KVTransferParams json.RawMessage `json:"kv_transfer_params"`
 }
 
 type oracleMessage struct {
@@ -112,7 +115,7 @@ func oracleParse(b []byte, chat bool) (Request, error) {
 	if err := json.Unmarshal(b, &w); err != nil {
 		return Request{}, err
 	}
-	r := Request{Model: w.Model, User: w.User, Stream: w.Stream}
+	r := Request{Model: w.Model, User: w.User, Stream: w.Stream, KVTransferParams: jsontext.Value(w.KVTransferParams)}
 	if w.StreamOptions != nil {
 		r.IncludeUsage = w.StreamOptions.IncludeUsage
 	}
@@ -156,7 +159,7 @@ func quirky(b []byte) bool {
 		expect bool // next string token is a key
 	}
 	var stack []*frame
-	known := []string{"model", "messages", "prompt", "user", "max_tokens", "max_completion_tokens", "stream", "stream_options", "include_usage", "role", "content", "type", "text", "usage", "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens"}
+	known := []string{"model", "messages", "prompt", "user", "max_tokens", "max_completion_tokens", "stream", "stream_options", "include_usage", "kv_transfer_params", "role", "content", "type", "text", "usage", "prompt_tokens", "completion_tokens", "prompt_tokens_details", "cached_tokens"}
 	for {
 		tok, err := dec.Token()
 		if err != nil {

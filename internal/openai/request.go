@@ -40,6 +40,10 @@ type Request struct {
 	// IncludeUsage reports "stream_options": {"include_usage": true}: the last event of the
 	// stream then carries the usage.
 	IncludeUsage bool
+	// KVTransferParams is the "kv_transfer_params" value as sent (vLLM's KV connector
+	// parameters, which vllm.ParseKVTransferParams reads), null included; nil when the body
+	// has none. It is read in the same pass, with the same rules, as the other fields.
+	KVTransferParams jsontext.Value
 }
 
 // RequestError is a request body the parser rejects. Param names the offending field
@@ -110,7 +114,7 @@ func (w *commonFields) common() (Request, error) {
 			return Request{}, &RequestError{Param: f.param, Err: fmt.Errorf("%d: want >= 0", *f.v)}
 		}
 	}
-	r := Request{Model: w.Model, User: w.User, Stream: w.Stream}
+	r := Request{Model: w.Model, User: w.User, Stream: w.Stream, KVTransferParams: w.KVTransferParams}
 	if w.MaxTokens != nil {
 		r.MaxTokens = *w.MaxTokens
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/google/go-cmp/cmp"
 )
 
@@ -60,6 +61,13 @@ func TestParseCompletion(t *testing.T) {
 		{"ids", `{"prompt":[1,2,3]}`, Request{PromptTokens: []int32{1, 2, 3}}},
 		{"id lists", `{"prompt":[[1,2],[3]],"stream":true}`, Request{PromptTokens: []int32{1, 2, 3}, Stream: true}},
 		{"empty string", `{"prompt":""}`, Request{}},
+		{"kv_transfer_params as sent", `{"prompt":"x","kv_transfer_params":{"do_remote_decode":true, "b":[1]}}`,
+			Request{Prompt: "x", KVTransferParams: jsontext.Value(`{"do_remote_decode":true, "b":[1]}`)}},
+		{"kv_transfer_params null", `{"prompt":"x","kv_transfer_params":null}`, Request{Prompt: "x", KVTransferParams: jsontext.Value("null")}},
+		{"kv_transfer_params repeated: the last wins", `{"prompt":"x","kv_transfer_params":{"a":1},"kv_transfer_params":{"b":2}}`,
+			Request{Prompt: "x", KVTransferParams: jsontext.Value(`{"b":2}`)}},
+		{"kv_transfer_params with invalid UTF-8, kept", "{\"prompt\":\"x\",\"kv_transfer_params\":{\"h\":\"\xff\"}}",
+			Request{Prompt: "x", KVTransferParams: jsontext.Value("{\"h\":\"\xff\"}")}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -25,6 +25,7 @@ type commonFields struct {
 	MaxCompletionTokens *int           `json:"max_completion_tokens"`
 	Stream              bool           `json:"stream"`
 	StreamOptions       *streamOptions `json:"stream_options"`
+	KVTransferParams    jsontext.Value `json:"kv_transfer_params"`
 }
 
 type streamOptions struct {

@@ -188,16 +188,37 @@ func ParsePrefillResponse(body []byte) (PrefillResult, error) {
 }
 
 // RequestKVTransfer reads the kv_transfer_params of a completion or chat request body; ok
-// is false when the body carries none (absent or null).
+// is false when the body carries none (absent or null). It parses as ParseKVTransferParams
+// does; a server that parses the body already should pass ParseKVTransferParams the value
+// it read rather than parse the body twice.
 func RequestKVTransfer(body []byte) (p KVTransferParams, ok bool, err error) {
 	var v struct {
-		Params *KVTransferParams `json:"kv_transfer_params"`
+		Params jsontext.Value `json:"kv_transfer_params"`
 	}
-	if err := json.Unmarshal(body, &v, json.RejectUnknownMembers(false)); err != nil {
+	if err := json.Unmarshal(body, &v, lenient); err != nil {
 		return p, false, fmt.Errorf("vllm: kv_transfer_params: %w", err)
 	}
-	if v.Params == nil {
+	return ParseKVTransferParams(v.Params)
+}
+
+// ParseKVTransferParams reads a request's kv_transfer_params value (openai.Request's
+// KVTransferParams); ok is false when there is none (empty or null). Members it does not
+// know are skipped.
+func ParseKVTransferParams(v jsontext.Value) (p KVTransferParams, ok bool, err error) {
+	if len(v) == 0 {
 		return p, false, nil
 	}
-	return *v.Params, true, nil
+	var pp *KVTransferParams
+	if err := json.Unmarshal(v, &pp, lenient); err != nil {
+		return p, false, fmt.Errorf("vllm: kv_transfer_params: %w", err)
+	}
+	if pp == nil {
+		return p, false, nil
+	}
+	return *pp, true, nil
 }
+
+// lenient are the decode options of Python's json module, which vLLM parses request bodies
+// with, as internal/openai's parser uses them: a repeated member is no error (the last one
+// wins), nor is invalid UTF-8 in a string (it becomes U+FFFD).
+var lenient = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))

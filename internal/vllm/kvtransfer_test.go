@@ -113,6 +113,11 @@ func TestRequestKVTransfer(t *testing.T) {
 	if _, ok, err := RequestKVTransfer([]byte(`{"prompt":"x"}`)); ok || err != nil {
 		t.Errorf("no params: ok %v err %v", ok, err)
 	}
+	// As vLLM (Python's json) parses it: a repeated member and invalid UTF-8 are no error.
+	lax := "{\"prompt\":\"\xff\",\"prompt\":\"y\",\"kv_transfer_params\":{\"do_remote_decode\":true}}"
+	if p, ok, err := RequestKVTransfer([]byte(lax)); !ok || err != nil || !p.DoRemoteDecode {
+		t.Errorf("repeated member, invalid UTF-8: %+v ok %v err %v", p, ok, err)
+	}
 	in := KVTransferParams{DoRemotePrefill: true, RemoteEngineID: "e", RemoteBlockIDs: []int{4, 5}, RemoteRequestID: "r",
 		RemoteHost: "127.0.0.1", RemotePort: 9, TPSize: 1}
 	b, _ := json.Marshal(map[string]any{"kv_transfer_params": in})
@@ -122,6 +127,35 @@ func TestRequestKVTransfer(t *testing.T) {
 	}
 	if d := cmp.Diff(in, out); d != "" {
 		t.Errorf("round trip (-want +got):\n%s", d)
+	}
+}
+
+func TestParseKVTransferParams(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		v       string
+		want    KVTransferParams
+		ok      bool
+		wantErr bool
+	}{
+		{"none", "", KVTransferParams{}, false, false},
+		{"null", "null", KVTransferParams{}, false, false},
+		{"prefill leg", PrefillLegParams, KVTransferParams{DoRemoteDecode: true}, true, false},
+		{"unknown member skipped", `{"do_remote_prefill":true,"extra":[1]}`, KVTransferParams{DoRemotePrefill: true}, true, false},
+		{"repeated member: the last wins", `{"do_remote_decode":false,"do_remote_decode":true}`, KVTransferParams{DoRemoteDecode: true}, true, false},
+		{"invalid UTF-8 becomes U+FFFD", "{\"remote_engine_id\":\"e\xff\"}", KVTransferParams{RemoteEngineID: "e\ufffd"}, true, false},
+		{"not an object", `"yes"`, KVTransferParams{}, false, true},
+		{"ill-typed member", `{"do_remote_decode":"yes"}`, KVTransferParams{}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok, err := ParseKVTransferParams(jsontext.Value(tc.v))
+			if (err != nil) != tc.wantErr || ok != tc.ok {
+				t.Fatalf("ok %v err %v: want ok %v, error %v", ok, err, tc.ok, tc.wantErr)
+			}
+			if d := cmp.Diff(tc.want, got); !tc.wantErr && d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
 	}
 }
 
