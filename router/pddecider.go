@@ -1,9 +1,6 @@
 package router
 
-import (
-	"fmt"
-	"sort"
-)
+import "fmt"
 
 // The deciders' reasons.
 const (
@@ -145,20 +142,25 @@ func (d tokenCapDecider) Disaggregate(req *Request, cached int) (bool, string) {
 	return true, ReasonPDUncached
 }
 
-// deciderFactories maps each decider's registry name to its builder.
-var deciderFactories = map[string]func(map[string]any) (Decider, error){
-	"always": deciderOf(func() AlwaysDeciderConfig { return AlwaysDeciderConfig{} },
-		func(AlwaysDeciderConfig) Decider { return alwaysDecider{} }),
-	"never": deciderOf(func() NeverDeciderConfig { return NeverDeciderConfig{} },
-		func(NeverDeciderConfig) Decider { return neverDecider{} }),
-	"prefix-based": deciderOf(DefaultPrefixDeciderConfig,
-		func(c PrefixDeciderConfig) Decider { return prefixDecider{c} }),
-	"token-cap": deciderOf(DefaultTokenCapDeciderConfig,
-		func(c TokenCapDeciderConfig) Decider { return tokenCapDecider{c} }),
-}
+// deciderFactory builds a decider from raw parameters (nil: its defaults).
+type deciderFactory func(params map[string]any) (Decider, error)
 
-func deciderOf[C validator](defaults func() C, build func(C) Decider) func(map[string]any) (Decider, error) {
-	return func(params map[string]any) (Decider, error) {
+// deciders holds every decider under its registry name, with its info (deciderInfos).
+var deciders = builtinCatalog([]builtin[deciderFactory]{
+	{"always", deciderOf(func() AlwaysDeciderConfig { return AlwaysDeciderConfig{} },
+		func(AlwaysDeciderConfig) Decider { return alwaysDecider{} })},
+	{"never", deciderOf(func() NeverDeciderConfig { return NeverDeciderConfig{} },
+		func(NeverDeciderConfig) Decider { return neverDecider{} })},
+	{"prefix-based", deciderOf(DefaultPrefixDeciderConfig,
+		func(c PrefixDeciderConfig) Decider { return prefixDecider{c} })},
+	{"token-cap", deciderOf(DefaultTokenCapDeciderConfig,
+		func(c TokenCapDeciderConfig) Decider { return tokenCapDecider{c} })},
+}, deciderInfos)
+
+// deciderOf adapts a decider's constructor to a deciderFactory: params are decoded strictly
+// over the defaults, then validated.
+func deciderOf[C validator](defaults func() C, build func(C) Decider) entry[deciderFactory] {
+	return entry[deciderFactory]{build: func(params map[string]any) (Decider, error) {
 		cfg := defaults()
 		if err := DecodeParams(params, &cfg); err != nil {
 			return nil, err
@@ -167,7 +169,7 @@ func deciderOf[C validator](defaults func() C, build func(C) Decider) func(map[s
 			return nil, err
 		}
 		return build(cfg), nil
-	}
+	}}
 }
 
 // deciderInfos is what DeciderInfos reports about each decider: the upstream code it
@@ -184,33 +186,18 @@ var deciderInfos = map[string]PolicyInfo{
 }
 
 // DeciderInfos returns each registered decider's name, source and rule, in name order.
-func DeciderInfos() []PolicyInfo {
-	out := make([]PolicyInfo, 0, len(deciderFactories))
-	for _, n := range DeciderNames() {
-		info := deciderInfos[n]
-		info.Name = n
-		out = append(out, info)
-	}
-	return out
-}
+func DeciderInfos() []PolicyInfo { return deciders.infos() }
 
 // DeciderNames returns the registered deciders' names in ascending order.
-func DeciderNames() []string {
-	names := make([]string, 0, len(deciderFactories))
-	for n := range deciderFactories {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func DeciderNames() []string { return sortedKeys(deciders) }
 
 // NewDecider builds the decider called name with params (nil: its defaults).
 func NewDecider(name string, params map[string]any) (Decider, error) {
-	f, ok := deciderFactories[name]
+	e, ok := deciders[name]
 	if !ok {
 		return nil, fmt.Errorf("router: unknown decider %q (known: %v)", name, DeciderNames())
 	}
-	d, err := f(params)
+	d, err := e.build(params)
 	if err != nil {
 		return nil, fmt.Errorf("router: decider %s: %w", name, err)
 	}

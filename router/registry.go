@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -17,9 +16,7 @@ type Factory func(params map[string]any, rng *rand.Rand) (Policy, error)
 // Registry maps policy names to factories. It is a value: callers build their own (Builtin
 // gives one with every policy of this package) and nothing is registered globally.
 type Registry struct {
-	factories map[string]Factory
-	infos     map[string]PolicyInfo
-	defaults  map[string]func() any
+	policies catalog[Factory]
 }
 
 // PolicyInfo describes a registered policy for listings (simulate -list, route -list-policies).
@@ -47,7 +44,7 @@ func (i PolicyInfo) String() string {
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{factories: make(map[string]Factory), infos: make(map[string]PolicyInfo), defaults: make(map[string]func() any)}
+	return &Registry{policies: catalog[Factory]{}}
 }
 
 // Register adds a factory under name; it fails with ErrDuplicatePolicy if name is taken.
@@ -57,44 +54,25 @@ func (r *Registry) Register(name string, f Factory) error {
 
 // RegisterInfo adds a factory under info.Name and records info for Info.
 func (r *Registry) RegisterInfo(info PolicyInfo, f Factory) error {
-	name := info.Name
-	if name == "" || f == nil {
+	if info.Name == "" || f == nil {
 		return fmt.Errorf("router: register: empty name or nil factory")
 	}
-	if _, ok := r.factories[name]; ok {
-		return fmt.Errorf("%w: %q", ErrDuplicatePolicy, name)
-	}
-	r.factories[name] = f
-	r.infos[name] = info
-	return nil
+	return r.policies.add(info, entry[Factory]{build: f})
 }
 
 // Info returns what was registered about each policy, sorted by name.
-func (r *Registry) Info() []PolicyInfo {
-	out := make([]PolicyInfo, 0, len(r.infos))
-	for _, n := range r.Names() {
-		out = append(out, r.infos[n])
-	}
-	return out
-}
+func (r *Registry) Info() []PolicyInfo { return r.policies.infos() }
 
 // Names returns the registered names in ascending order.
-func (r *Registry) Names() []string {
-	names := make([]string, 0, len(r.factories))
-	for n := range r.factories {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (r *Registry) Names() []string { return sortedKeys(r.policies) }
 
 // New builds the policy called name with params, seeding its random source from seed.
 func (r *Registry) New(name string, params map[string]any, seed uint64) (Policy, error) {
-	f, ok := r.factories[name]
+	e, ok := r.policies[name]
 	if !ok {
 		return nil, fmt.Errorf("%w: %q (known: %v)", ErrUnknownPolicy, name, r.Names())
 	}
-	p, err := f(params, NewRand(seed))
+	p, err := e.build(params, NewRand(seed))
 	if err != nil {
 		return nil, fmt.Errorf("router: policy %s: %w", name, err)
 	}
@@ -108,19 +86,7 @@ func NewRand(seed uint64) *rand.Rand {
 
 // Builtin returns a registry holding every policy of this package under its documented name.
 func Builtin() *Registry {
-	r := NewRegistry()
-	for _, e := range builtins() {
-		info, ok := policyInfos[e.name]
-		if !ok {
-			info = PolicyInfo{Name: e.name}
-		}
-		info.Name = e.name
-		if err := r.RegisterInfo(info, e.typed.factory); err != nil {
-			panic(err) // a duplicate among the built-ins is a programming error
-		}
-		r.defaults[e.name] = e.typed.defaults
-	}
-	return r
+	return &Registry{policies: builtinCatalog(builtins(), policyInfos)}
 }
 
 // Defaults returns a new value of the configuration the policy called name decodes its
@@ -128,26 +94,66 @@ func Builtin() *Registry {
 // It fails with ErrUnknownPolicy for a name that is not registered, or that was registered
 // without its configuration (Register, RegisterInfo).
 func (r *Registry) Defaults(name string) (any, error) {
-	d, ok := r.defaults[name]
-	if !ok {
+	e, ok := r.policies[name]
+	if !ok || e.defaults == nil {
 		return nil, fmt.Errorf("%w: %q has no known configuration", ErrUnknownPolicy, name)
 	}
-	return d(), nil
+	return e.defaults(), nil
 }
 
-type builtin struct {
-	name  string
-	typed typedFactory
-}
+// catalog is what a registry holds, by name: the policies of a Registry (F is Factory) and
+// the P/D deciders (pddecider.go).
+type catalog[F any] map[string]entry[F]
 
-// typedFactory is a Factory with the defaults of the configuration it decodes into.
-type typedFactory struct {
-	factory  Factory
+// entry is a builder F with what was registered about it: its info and, for the built-in
+// policies, the defaults of the configuration it decodes into (nil otherwise).
+type entry[F any] struct {
+	build    F
+	info     PolicyInfo
 	defaults func() any
 }
 
-func builtins() []builtin {
-	return []builtin{
+// add records e under info.Name; it fails with ErrDuplicatePolicy if the name is taken.
+func (c catalog[F]) add(info PolicyInfo, e entry[F]) error {
+	if _, ok := c[info.Name]; ok {
+		return fmt.Errorf("%w: %q", ErrDuplicatePolicy, info.Name)
+	}
+	e.info = info
+	c[info.Name] = e
+	return nil
+}
+
+// infos returns what was registered about each entry, sorted by name.
+func (c catalog[F]) infos() []PolicyInfo {
+	out := make([]PolicyInfo, 0, len(c))
+	for _, n := range sortedKeys(c) {
+		out = append(out, c[n].info)
+	}
+	return out
+}
+
+// builtin is one entry of a built-in catalog: its registry name and its builder.
+type builtin[F any] struct {
+	name  string
+	entry entry[F]
+}
+
+// builtinCatalog returns the entries in a catalog, each with its info from infos under its
+// name (the name alone when infos has none). A duplicate name is a programming error: it panics.
+func builtinCatalog[F any](entries []builtin[F], infos map[string]PolicyInfo) catalog[F] {
+	c := catalog[F]{}
+	for _, e := range entries {
+		info := infos[e.name]
+		info.Name = e.name
+		if err := c.add(info, e.entry); err != nil {
+			panic(err)
+		}
+	}
+	return c
+}
+
+func builtins() []builtin[Factory] {
+	return []builtin[Factory]{
 		{"random", factoryOf(DefaultRandomConfig, NewRandom)},
 		{"round-robin", factoryOf(DefaultRoundRobinConfig, NewRoundRobin)},
 		{"least-request", factoryOf(DefaultLeastRequestConfig, NewLeastRequest)},
@@ -176,8 +182,8 @@ type validator interface{ Validate() error }
 
 // factoryOf adapts a typed constructor to a Factory: params are decoded strictly over the
 // defaults, then validated by the constructor.
-func factoryOf[C validator, P Policy](defaults func() C, build func(C, *rand.Rand) (P, error)) typedFactory {
-	return typedFactory{factory: func(params map[string]any, rng *rand.Rand) (Policy, error) {
+func factoryOf[C validator, P Policy](defaults func() C, build func(C, *rand.Rand) (P, error)) entry[Factory] {
+	return entry[Factory]{build: func(params map[string]any, rng *rand.Rand) (Policy, error) {
 		cfg := defaults()
 		if err := DecodeParams(params, &cfg); err != nil {
 			return nil, err

@@ -285,15 +285,16 @@ func (rs jobRouters) sim(cc cluster.Config, stream *workloads.Stream, sink clust
 	return cluster.NewRouters(cc, rs.plain, stream, sink)
 }
 
-// splitCluster sets c's roles and KV transfer from the point's split fleet (validated).
-func (p Point) splitCluster(c *cluster.Config) {
-	pools, _ := p.Fleet.Layout("fleet")
+// splitCluster sets c's replicas, their roles and the KV transfer from pools, the point's
+// split fleet resolved (FleetConfig.PoolEngines): replica i has the role of the pool it is in.
+func (p Point) splitCluster(c *cluster.Config, pools []PoolEngines) {
 	for _, pool := range pools {
 		role := cluster.RolePrefill
 		if pool.Role == RoleDecode {
 			role = cluster.RoleDecode
 		}
-		for range pool.Replicas {
+		for _, ec := range pool.Engines {
+			c.Replicas = append(c.Replicas, ec)
 			c.Roles = append(c.Roles, role)
 		}
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"kvroute/gpumodel"
+	"kvroute/sim/cluster"
 )
 
 func TestFleetLayouts(t *testing.T) {
@@ -107,6 +109,36 @@ func TestAggregatedSweepHasNoPDColumns(t *testing.T) {
 	}
 	if _, ok := run.Scenario["fleet_split"]; ok || strings.Contains(rows.String(), "prefill_endpoint") {
 		t.Fatal("an aggregated sweep records P/D fields")
+	}
+}
+
+// TestSplitClusterPairsReplicasWithRoles checks that a split fleet's cluster configuration
+// gives each replica the role of the pool it comes from, in file order, whatever the order
+// of the roles, with the fleet's KV transfer.
+func TestSplitClusterPairsReplicasWithRoles(t *testing.T) {
+	src := strings.Replace(base, "replicas: 2,", "pools: [{role: decode, replicas: 1, tp: 2}, {role: prefill, replicas: 2}], "+
+		"kv_transfer: {bandwidth_gbps: 200, base_latency: 1ms},", 1)
+	points, err := Parse([]byte(src), "t.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := points[0].clusterConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Roles) != len(c.Replicas) {
+		t.Fatalf("%d roles for %d replicas", len(c.Roles), len(c.Replicas))
+	}
+	var got []string
+	for i, r := range c.Replicas {
+		role := map[cluster.Role]string{cluster.RolePrefill: "P", cluster.RoleDecode: "D"}[c.Roles[i]]
+		got = append(got, fmt.Sprintf("%s(tp%d)", role, r.Deployment.TP))
+	}
+	if want := "[D(tp2) P(tp1) P(tp1)]"; fmt.Sprint(got) != want {
+		t.Errorf("replicas %v, want %s", got, want)
+	}
+	if wantKV := (cluster.KVTransfer{Gbps: 200, BaseLatency: time.Millisecond}); c.KVTransfer != wantKV {
+		t.Errorf("kv transfer %+v, want %+v", c.KVTransfer, wantKV)
 	}
 }
 

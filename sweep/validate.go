@@ -37,8 +37,14 @@ func (p Point) validate() error {
 // about a key the file sets names the key's line.
 func (p Point) fleet() ([]engine.Config, error) {
 	reps, err := p.Fleet.Engines(p.cat, "fleet")
+	return reps, p.lined(err)
+}
+
+// lined returns err, the joined errors of resolving the fleet, with each *KeyError about a
+// key the file sets prefixed by the key's line (nil for nil).
+func (p Point) lined(err error) error {
 	if err == nil {
-		return reps, nil
+		return nil
 	}
 	var errs []error
 	for _, e := range unjoin(err) {
@@ -48,7 +54,7 @@ func (p Point) fleet() ([]engine.Config, error) {
 		}
 		errs = append(errs, e)
 	}
-	return nil, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // unjoin returns the errors err joins, or err alone.
@@ -68,15 +74,25 @@ func (p Point) release() (engine.Release, error) {
 	return engine.ParseRelease(p.Fleet.VLLM)
 }
 
-// clusterConfig is the point's cluster configuration.
+// clusterConfig is the point's cluster configuration. A split fleet is resolved once
+// (FleetConfig.PoolEngines), into its replicas and their roles together.
 func (p Point) clusterConfig() (cluster.Config, error) {
-	reps, err := p.fleet()
-	if err != nil {
-		return cluster.Config{}, err
-	}
 	c := cluster.Config{
-		Replicas: reps, Model: p.Fleet.Model, MetricsInterval: p.Router.MetricsInterval,
+		Model: p.Fleet.Model, MetricsInterval: p.Router.MetricsInterval,
 		NetworkDelay: p.Router.NetworkDelay, MaxRetries: cluster.DefaultMaxRetries,
+	}
+	if p.Fleet.Disaggregated() {
+		pools, err := p.Fleet.PoolEngines(p.cat, "fleet")
+		if err != nil {
+			return cluster.Config{}, p.lined(err)
+		}
+		p.splitCluster(&c, pools)
+	} else {
+		reps, err := p.fleet()
+		if err != nil {
+			return cluster.Config{}, err
+		}
+		c.Replicas = reps
 	}
 	if p.Router.MaxRetries != nil {
 		c.MaxRetries = *p.Router.MaxRetries
@@ -85,8 +101,5 @@ func (p Point) clusterConfig() (cluster.Config, error) {
 		c.Failures = append(c.Failures, cluster.Failure{Replica: f.Replica, At: f.At, RecoverAt: f.RecoverAt})
 	}
 	c.Routers = cluster.Routers{Count: p.Router.Replicas, Assign: p.Router.Assign, EventDelay: p.Router.EventDelay}
-	if p.Fleet.Disaggregated() {
-		p.splitCluster(&c)
-	}
 	return c, c.Validate()
 }
