@@ -31,7 +31,8 @@ type FitConfig struct {
 	// the client's, so they hold an HTTP hop the engine does not see; fitting it as the
 	// simulator's one-way network delay keeps that hop out of the efficiencies. When every
 	// Fit measurement has server-side histograms (Measurement.Server) the fit uses those,
-	// which hold no hop, and the delay is kept whatever this says.
+	// which hold no hop: the replays then run with no network delay (Base.NetworkDelay is
+	// taken as 0 and not fitted) whatever this says.
 	FixNetworkDelay bool
 }
 
@@ -88,7 +89,8 @@ type FitResult struct {
 	// Fitted names the parameters the search moved (link only with TP > 1).
 	Fitted []string
 	// ServerSide reports that the search fitted the servers' histogram means (TTFT, TPOT,
-	// E2E) instead of the client's request latencies, with the network delay kept.
+	// E2E) instead of the client's request latencies, with the network delay at 0 and not
+	// fitted (the histograms hold no HTTP hop).
 	ServerSide bool
 	// Evaluations is the number of simulations the search ran; Loss the fit's final error
 	// (mean squared log ratio of simulated to measured, over the fitted metrics).
