@@ -181,7 +181,7 @@ func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	}
 	ps := params(c.Base.Deployment.TP, !c.FixNetworkDelay && !server)
 	start := Params{Efficiency: c.Base.Deployment.GPU.Efficiency, NetworkDelay: c.Base.NetworkDelay}
-	ev := evaluator{cfg: c, ctx: ctx, params: ps, server: server}
+	ev := newEvaluator(ctx, c, ps, server)
 	x0 := make([]float64, len(ps))
 	for i, p := range ps {
 		x0[i] = p.from(p.get(start))
@@ -213,14 +213,17 @@ func cmpOr(v, def int) int {
 	return v
 }
 
-// evaluator runs the simulations of one Fit.
+// evaluator runs the simulations of one Fit (newEvaluator). Index 0 of traces and measured
+// is the fit set's, 1 the held-out set's.
 type evaluator struct {
-	cfg    FitConfig
-	ctx    context.Context
-	params []param
-	server bool // fit the server-side histograms' means
-	n      int
-	err    error // the first simulation error; the search sees +Inf
+	cfg      FitConfig
+	ctx      context.Context
+	params   []param
+	server   bool           // fit the server-side histograms' means
+	traces   [2][]string    // per Fit and per Holdout measurement, its replay trace (traceOf)
+	measured [2]measuredSet // the sets' measured side
+	n        int
+	err      error // the first simulation error; the search sees +Inf
 }
 
 // point returns the base parameters with the search coordinates x applied.
