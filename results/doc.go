@@ -23,5 +23,7 @@
 // The file names of a results directory are constants here. RequestsCSV streams
 // requests.csv as requests complete, WriteSeriesJSON writes series.json, and ReadSummary
 // loads summary.json (and series.json beside it) back, so simulated and live runs can be
-// compared. docs/results.md explains how to read a report.
+// compared. VLLMMetrics is the schema of vllm-metrics.json, the scraped vLLM servers'
+// histograms that the load generator writes and a calibration reads. docs/results.md
+// explains how to read a report.
 package results

@@ -22,6 +22,9 @@ const (
 	// HeadlinePlotFile is a copy of the report's first figure (the first group's metrics
 	// against load, or its TTFT CDFs with one load level) beside summary.json.
 	HeadlinePlotFile = "summary.png"
+	// VLLMMetricsFile holds, per run, the scraped vLLM servers' histogram deltas
+	// (VLLMMetrics); only a live run whose load generator scraped /metrics has one.
+	VLLMMetricsFile = "vllm-metrics.json"
 )
 
 type summaryFile struct {

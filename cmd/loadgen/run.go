@@ -70,7 +70,7 @@ func runPoints(ctx context.Context, o options, points []Point, stderr io.Writer,
 	prog := newProgress(o, stderr, log)
 	defer prog.wait()
 	var runs []results.Run
-	var hists []loadgen.RunHistograms
+	var hists []results.RunHistograms
 	defer func() {
 		if len(o.metricsURLs()) > 0 {
 			err = errors.Join(err, writeMetricsFile(o.out, hists))
@@ -96,9 +96,9 @@ func runPoints(ctx context.Context, o options, points []Point, stderr io.Writer,
 
 // execute runs one job against the target and returns it with the servers' histogram deltas
 // over its recorded part.
-func execute(ctx context.Context, o options, j job, rows *results.RequestsCSV, prog *progress) (results.Run, loadgen.RunHistograms, error) {
+func execute(ctx context.Context, o options, j job, rows *results.RequestsCSV, prog *progress) (results.Run, results.RunHistograms, error) {
 	p := j.point
-	hist := loadgen.RunHistograms{Run: j.name}
+	hist := results.RunHistograms{Run: j.name}
 	model, err := chooseModel(ctx, o, p)
 	if err != nil {
 		return results.Run{}, hist, err
@@ -155,12 +155,12 @@ func execute(ctx context.Context, o options, j job, rows *results.RequestsCSV, p
 }
 
 // writeMetricsFile writes the runs' histogram deltas to dir's vllm-metrics.json.
-func writeMetricsFile(dir string, runs []loadgen.RunHistograms) error {
+func writeMetricsFile(dir string, runs []results.RunHistograms) error {
 	var b bytes.Buffer
 	if err := loadgen.WriteMetricsFile(&b, runs); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(dir, loadgen.MetricsFile), b.Bytes(), 0o644)
+	return os.WriteFile(filepath.Join(dir, results.VLLMMetricsFile), b.Bytes(), 0o644)
 }
 
 // scrapeAfter reads the counters once the warm-up is over, in the background; the channel

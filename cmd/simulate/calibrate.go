@@ -16,7 +16,6 @@ import (
 
 	"kvroute/gpumodel"
 	"kvroute/internal/calibrate"
-	"kvroute/internal/loadgen"
 	"kvroute/results"
 	"kvroute/sim/engine"
 )
@@ -209,7 +208,7 @@ func readLoadgenDir(dir string) ([]calibrate.Measurement, error) {
 	if err != nil {
 		return nil, err
 	}
-	return ms, attachServerStats(filepath.Join(dir, loadgen.MetricsFile), names, ms)
+	return ms, attachServerStats(filepath.Join(dir, results.VLLMMetricsFile), names, ms)
 }
 
 // attachServerStats reads the metrics file at path, if there is one, and gives each

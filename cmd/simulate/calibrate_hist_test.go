@@ -60,11 +60,11 @@ func measureLoadgenDir(d gpumodel.Deployment, w workloads.Config, seed uint64, d
 	after := loadgen.Scrape(ctx, nil, urls)
 	var summary, metrics bytes.Buffer
 	err = errors.Join(werr, rows.Flush(), report.WriteSummaryJSON(&summary, []results.Run{col.Run()}),
-		loadgen.WriteMetricsFile(&metrics, []loadgen.RunHistograms{{Run: "live", Servers: loadgen.HistogramDeltas(before, after)}}))
+		loadgen.WriteMetricsFile(&metrics, []results.RunHistograms{{Run: "live", Servers: loadgen.HistogramDeltas(before, after)}}))
 	if err != nil {
 		return err
 	}
-	for name, b := range map[string][]byte{results.RequestsFile: csv.Bytes(), results.SummaryJSONFile: summary.Bytes(), loadgen.MetricsFile: metrics.Bytes()} {
+	for name, b := range map[string][]byte{results.RequestsFile: csv.Bytes(), results.SummaryJSONFile: summary.Bytes(), results.VLLMMetricsFile: metrics.Bytes()} {
 		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
 			return err
 		}

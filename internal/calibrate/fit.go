@@ -31,7 +31,8 @@ type FitConfig struct {
 	// the client's, so they hold an HTTP hop the engine does not see; fitting it as the
 	// simulator's one-way network delay keeps that hop out of the efficiencies. When every
 	// Fit measurement has server-side histograms (Measurement.Server) the fit uses those,
-	// which hold no hop, and the delay is kept whatever this says.
+	// which hold no hop: the replays then run with no network delay (Base.NetworkDelay is
+	// taken as 0 and not fitted) whatever this says.
 	FixNetworkDelay bool
 }
 
@@ -88,7 +89,8 @@ type FitResult struct {
 	// Fitted names the parameters the search moved (link only with TP > 1).
 	Fitted []string
 	// ServerSide reports that the search fitted the servers' histogram means (TTFT, TPOT,
-	// E2E) instead of the client's request latencies, with the network delay kept.
+	// E2E) instead of the client's request latencies, with the network delay at 0 and not
+	// fitted (the histograms hold no HTTP hop).
 	ServerSide bool
 	// Evaluations is the number of simulations the search ran; Loss the fit's final error
 	// (mean squared log ratio of simulated to measured, over the fitted metrics).
@@ -179,7 +181,7 @@ func Fit(ctx context.Context, c FitConfig) (FitResult, error) {
 	}
 	ps := params(c.Base.Deployment.TP, !c.FixNetworkDelay && !server)
 	start := Params{Efficiency: c.Base.Deployment.GPU.Efficiency, NetworkDelay: c.Base.NetworkDelay}
-	ev := evaluator{cfg: c, ctx: ctx, params: ps, server: server}
+	ev := newEvaluator(ctx, c, ps, server)
 	x0 := make([]float64, len(ps))
 	for i, p := range ps {
 		x0[i] = p.from(p.get(start))
@@ -211,14 +213,17 @@ func cmpOr(v, def int) int {
 	return v
 }
 
-// evaluator runs the simulations of one Fit.
+// evaluator runs the simulations of one Fit (newEvaluator). Index 0 of traces and measured
+// is the fit set's, 1 the held-out set's.
 type evaluator struct {
-	cfg    FitConfig
-	ctx    context.Context
-	params []param
-	server bool // fit the server-side histograms' means
-	n      int
-	err    error // the first simulation error; the search sees +Inf
+	cfg      FitConfig
+	ctx      context.Context
+	params   []param
+	server   bool           // fit the server-side histograms' means
+	traces   [2][]string    // per Fit and per Holdout measurement, its replay trace (traceOf)
+	measured [2]measuredSet // the sets' measured side
+	n        int
+	err      error // the first simulation error; the search sees +Inf
 }
 
 // point returns the base parameters with the search coordinates x applied.

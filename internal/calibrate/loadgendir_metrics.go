@@ -1,7 +1,6 @@
 package calibrate
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,10 +8,12 @@ import (
 	"math"
 	"slices"
 	"strconv"
+
+	"kvroute/results"
 )
 
 // Histogram names of vLLM V1's /metrics page that ParseMetricsFile reads (as cmd/loadgen's
-// vllm-metrics.json records them).
+// results.VLLMMetricsFile records them).
 const (
 	histTTFT    = "vllm:time_to_first_token_seconds"
 	histTPOT    = "vllm:time_per_output_token_seconds"
@@ -57,43 +58,19 @@ func (s ServerStats) add(o ServerStats) ServerStats {
 		Prefill: s.Prefill.add(o.Prefill), Queue: s.Queue.add(o.Queue), Decode: s.Decode.add(o.Decode)}
 }
 
-// metricsFile is vllm-metrics.json as cmd/loadgen writes it (loadgen.WriteMetricsFile).
-type metricsFile struct {
-	Runs *[]struct {
-		Run     *string `json:"run"`
-		Servers []struct {
-			URL        string                   `json:"url"`
-			Histograms map[string]histogramJSON `json:"histograms"`
-			Absent     []string                 `json:"absent"`
-		} `json:"servers"`
-	} `json:"runs"`
-}
-
-type histogramJSON struct {
-	Buckets []struct {
-		LE    *string  `json:"le"`
-		Count *float64 `json:"count"`
-	} `json:"buckets"`
-	Sum   *float64 `json:"sum"`
-	Count *float64 `json:"count"`
-}
-
-// ParseMetricsFile reads a results directory's vllm-metrics.json (cmd/loadgen: per run and
-// server, the increase of vLLM's histograms over the run) and returns, per run name, the
-// servers' latencies summed. Every run must be one of runs (summary.json's). A run whose
-// servers had none of the latency histograms is left out (its calibration is client-side);
-// one with some must have TTFT, TPOT (or inter-token latency) and E2E. Unknown keys and
-// malformed histograms (bounds not ascending, cumulative counts going down, no +Inf bucket
-// equal to the count, negative or non-finite sums) are errors; every problem is a
-// *BenchFieldError naming the file and the field.
+// ParseMetricsFile reads a results directory's results.VLLMMetricsFile (results.VLLMMetrics,
+// as cmd/loadgen writes it: per run and server, the increase of vLLM's histograms over the
+// run) and returns, per run name, the servers' latencies summed. Every run must be one of
+// runs (summary.json's). A run whose servers had none of the latency histograms is left out
+// (its calibration is client-side); one with some must have TTFT, TPOT (or inter-token
+// latency) and E2E. Unknown or missing keys and malformed histograms (bounds not ascending,
+// cumulative counts going down, no +Inf bucket equal to the count, negative or non-finite
+// sums) are errors; every problem is a *BenchFieldError naming the file and, for a document
+// that decoded, the field.
 func ParseMetricsFile(r io.Reader, name string, runs []string) (map[string]ServerStats, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %s: %w", name, err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
+	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
-	var f metricsFile
+	var f results.VLLMMetrics
 	if err := dec.Decode(&f); err != nil {
 		return nil, &BenchFieldError{File: name, Err: err}
 	}
@@ -101,13 +78,13 @@ func ParseMetricsFile(r io.Reader, name string, runs []string) (map[string]Serve
 		return nil, &BenchFieldError{File: name, Field: "runs", Err: ErrMissingHistogram}
 	}
 	out := map[string]ServerStats{}
-	for i, run := range *f.Runs {
+	for i, run := range f.Runs {
 		field := fmt.Sprintf("runs[%d]", i)
-		if run.Run == nil || !slices.Contains(runs, *run.Run) {
+		if !slices.Contains(runs, run.Run) {
 			return nil, &BenchFieldError{File: name, Field: field + ".run", Err: errors.New("not a run of summary.json")}
 		}
-		if _, dup := out[*run.Run]; dup {
-			return nil, &BenchFieldError{File: name, Field: field + ".run", Err: fmt.Errorf("run %q listed twice", *run.Run)}
+		if _, dup := out[run.Run]; dup {
+			return nil, &BenchFieldError{File: name, Field: field + ".run", Err: fmt.Errorf("run %q listed twice", run.Run)}
 		}
 		var sum ServerStats
 		seen := false
@@ -129,7 +106,7 @@ func ParseMetricsFile(r io.Reader, name string, runs []string) (map[string]Serve
 				return nil, &BenchFieldError{File: name, Field: field + ": " + req.name, Err: ErrMissingHistogram}
 			}
 		}
-		out[*run.Run] = sum
+		out[run.Run] = sum
 	}
 	return out, nil
 }
@@ -141,7 +118,7 @@ type histError struct {
 }
 
 // serverStats reads one server's histograms; has reports whether it had a latency one.
-func serverStats(hs map[string]histogramJSON, field string) (ServerStats, bool, *histError) {
+func serverStats(hs map[string]results.HistogramDelta, field string) (ServerStats, bool, *histError) {
 	var s ServerStats
 	has := false
 	for _, h := range []struct {
@@ -154,7 +131,7 @@ func serverStats(hs map[string]histogramJSON, field string) (ServerStats, bool, 
 			if !ok {
 				continue
 			}
-			m, err := j.moment()
+			m, err := moment(j)
 			if err != nil {
 				err.field = fmt.Sprintf("%s[%q]%s", field, n, err.field)
 				return s, false, err
@@ -167,36 +144,29 @@ func serverStats(hs map[string]histogramJSON, field string) (ServerStats, bool, 
 }
 
 // moment checks h and returns its sum and count.
-func (h histogramJSON) moment() (Moment, *histError) {
+func moment(h results.HistogramDelta) (Moment, *histError) {
 	switch {
-	case h.Count == nil:
-		return Moment{}, &histError{".count", ErrMissingHistogram}
-	case h.Sum == nil:
-		return Moment{}, &histError{".sum", ErrMissingHistogram}
-	case !finiteNonNeg(*h.Count):
-		return Moment{}, &histError{".count", fmt.Errorf("want a finite count >= 0, got %v", *h.Count)}
-	case !finiteNonNeg(*h.Sum):
-		return Moment{}, &histError{".sum", fmt.Errorf("want a finite sum >= 0, got %v", *h.Sum)}
+	case !finiteNonNeg(h.Count):
+		return Moment{}, &histError{".count", fmt.Errorf("want a finite count >= 0, got %v", h.Count)}
+	case !finiteNonNeg(h.Sum):
+		return Moment{}, &histError{".sum", fmt.Errorf("want a finite sum >= 0, got %v", h.Sum)}
 	case len(h.Buckets) == 0:
 		return Moment{}, &histError{".buckets", ErrMissingHistogram}
 	}
 	prevLE, prevN := math.Inf(-1), 0.0
 	for i, b := range h.Buckets {
 		at := fmt.Sprintf(".buckets[%d]", i)
-		if b.LE == nil || b.Count == nil {
-			return Moment{}, &histError{at, errors.New("want le and count")}
-		}
-		le, err := strconv.ParseFloat(*b.LE, 64)
+		le, err := strconv.ParseFloat(b.LE, 64)
 		if err != nil || math.IsNaN(le) || le <= prevLE {
-			return Moment{}, &histError{at + ".le", fmt.Errorf("want a number above the previous bucket's, got %q", *b.LE)}
+			return Moment{}, &histError{at + ".le", fmt.Errorf("want a number above the previous bucket's, got %q", b.LE)}
 		}
-		if !finiteNonNeg(*b.Count) || *b.Count < prevN {
-			return Moment{}, &histError{at + ".count", fmt.Errorf("want a cumulative count >= %v, got %v", prevN, *b.Count)}
+		if !finiteNonNeg(b.Count) || b.Count < prevN {
+			return Moment{}, &histError{at + ".count", fmt.Errorf("want a cumulative count >= %v, got %v", prevN, b.Count)}
 		}
-		prevLE, prevN = le, *b.Count
+		prevLE, prevN = le, b.Count
 	}
-	if !math.IsInf(prevLE, 1) || prevN != *h.Count {
-		return Moment{}, &histError{".buckets", fmt.Errorf("want a last bucket le \"+Inf\" holding the count %v", *h.Count)}
+	if !math.IsInf(prevLE, 1) || prevN != h.Count {
+		return Moment{}, &histError{".buckets", fmt.Errorf("want a last bucket le \"+Inf\" holding the count %v", h.Count)}
 	}
-	return Moment{Sum: *h.Sum, Count: *h.Count}, nil
+	return Moment{Sum: h.Sum, Count: h.Count}, nil
 }

@@ -55,6 +55,9 @@ func TestParseMetricsFileErrors(t *testing.T) {
 		{"inf bucket not the count", strings.Replace(good, `"sum": 4.5, "count": 4`, `"sum": 4.5, "count": 5`, 1), `.buckets`},
 		{"run twice", strings.Replace(good, `"run": "b"`, `"run": "a"`, 1), `runs[1].run`},
 		{"negative sum", strings.Replace(good, `"sum": 0.3`, `"sum": -0.3`, 1), `.sum`},
+		{"no sum", strings.Replace(good, `"sum": 0.3, `, ``, 1), `sum`},
+		{"bucket without a count", strings.Replace(good, `{"le": "0.1", "count": 4}`, `{"le": "0.1"}`, 1), `count`},
+		{"unknown histogram key", strings.Replace(good, `"sum": 0.3`, `"total": 0.3`, 1), `"total"`},
 		{"missing required", strings.NewReplacer(`"vllm:e2e_request_latency_seconds"`, `"vllm:request_queue_time_seconds"`).Replace(good),
 			"vllm:e2e_request_latency_seconds"},
 	} {

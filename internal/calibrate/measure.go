@@ -3,9 +3,10 @@ package calibrate
 import (
 	"errors"
 	"fmt"
-	"math"
 	"slices"
 	"time"
+
+	"kvroute/results"
 )
 
 // Observed is one request as measured (from a benchmark file) or as simulated.
@@ -108,13 +109,16 @@ func StatsOf(reqs []Observed, itls []time.Duration) Stats {
 	for _, d := range itls {
 		itl = append(itl, ms(d))
 	}
-	return Stats{
-		Requests: len(reqs),
-		TTFTMean: meanOf(ttft), TTFTp50: quantile(ttft, 50), TTFTp99: quantile(ttft, 99),
-		TPOTMean: meanOf(tpot), TPOTp50: quantile(tpot, 50), TPOTp99: quantile(tpot, 99),
-		E2EMean: meanOf(e2e), E2Ep99: quantile(e2e, 99),
-		ITLMean: meanOf(itl), ITLp99: quantile(itl, 99),
+	// Means first, over the values in request order; then each slice is sorted once for its
+	// percentiles.
+	s := Stats{Requests: len(reqs), TTFTMean: meanOf(ttft), TPOTMean: meanOf(tpot), E2EMean: meanOf(e2e), ITLMean: meanOf(itl)}
+	for _, v := range [][]float64{ttft, tpot, e2e, itl} {
+		slices.Sort(v)
 	}
+	s.TTFTp50, s.TTFTp99 = results.Percentile(ttft, 50), results.Percentile(ttft, 99)
+	s.TPOTp50, s.TPOTp99 = results.Percentile(tpot, 50), results.Percentile(tpot, 99)
+	s.E2Ep99, s.ITLp99 = results.Percentile(e2e, 99), results.Percentile(itl, 99)
+	return s
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
@@ -128,18 +132,4 @@ func meanOf(v []float64) float64 {
 		s += x
 	}
 	return s / float64(len(v))
-}
-
-// quantile is numpy.percentile's default (linear interpolation), as vllm bench serve reports
-// its pXX keys; 0 for no values.
-func quantile(v []float64, p float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := slices.Clone(v)
-	slices.Sort(s)
-	pos := p / 100 * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
 }

@@ -44,12 +44,24 @@ const tracePath = "recorded-requests.csv"
 // back: its recorded start time already includes the wait for a slot. Prompts are unique
 // (the files carry lengths, not text), so no prefix is shared.
 func Replay(ctx context.Context, rep Replica, m Measurement) (Simulated, error) {
+	return replay(ctx, rep, m, traceOf(m.Requests))
+}
+
+// traceOf renders reqs as the trace Replay hands the workloads package: an Azure trace in
+// Vidur's columns (arrival in seconds, prompt and output tokens).
+func traceOf(reqs []Observed) string {
 	var csv strings.Builder
 	csv.WriteString("arrived_at,num_prefill_tokens,num_decode_tokens\n")
-	for _, r := range m.Requests {
+	for _, r := range reqs {
 		fmt.Fprintf(&csv, "%.9f,%d,%d\n", r.Arrival.Seconds(), r.PromptTokens, r.OutputTokens)
 	}
-	open := func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(csv.String())), nil }
+	return csv.String()
+}
+
+// replay is Replay of m with its trace already rendered (traceOf(m.Requests)): a fit replays
+// each measurement once per evaluation and renders it once.
+func replay(ctx context.Context, rep Replica, m Measurement, trace string) (Simulated, error) {
+	open := func(string) (io.ReadCloser, error) { return io.NopCloser(strings.NewReader(trace)), nil }
 	stream, err := workloads.Build(workloads.Config{
 		Workload: workloads.WorkloadConfig{Kind: workloads.KindAzure, Path: tracePath},
 		Arrival:  workloads.ArrivalConfig{Process: workloads.ProcessTrace},

@@ -84,7 +84,7 @@ func WriteReport(w io.Writer, info ReportInfo, r FitResult) error {
 	fmt.Fprintf(&b, "Catalog: `%s`, GPU `%s`. Search: Nelder–Mead, %d simulations, final loss %.3g.  \n",
 		info.Catalog, info.CatalogGPU, r.Evaluations, r.Loss)
 	if r.ServerSide {
-		b.WriteString("Objective: the servers' own means (vLLM histograms: TTFT, TPOT, E2E); network delay kept, not fitted.\n\n")
+		b.WriteString("Objective: the servers' own means (vLLM histograms: TTFT, TPOT, E2E); network delay 0 (no HTTP hop in them), not fitted.\n\n")
 	} else {
 		b.WriteString("Objective: the client's request latencies (TTFT and TPOT mean and p50, E2E mean).\n\n")
 	}

@@ -156,22 +156,11 @@ func addStats(m map[string]any, name string, v []float64) {
 		std = math.Sqrt(std / float64(len(s)))
 	}
 	m["mean_"+name+"_ms"] = mean
-	m["median_"+name+"_ms"] = percentile(s, 50)
+	m["median_"+name+"_ms"] = results.Percentile(s, 50)
 	m["std_"+name+"_ms"] = std
 	for _, p := range percentiles {
-		m[fmt.Sprintf("p%s_%s_ms", pctLabel(p), name)] = percentile(s, p)
+		m[fmt.Sprintf("p%s_%s_ms", pctLabel(p), name)] = results.Percentile(s, p)
 	}
-}
-
-// percentile is numpy.percentile's default (linear) over sorted s; 0 when s is empty.
-func percentile(s []float64, p float64) float64 {
-	if len(s) == 0 {
-		return 0
-	}
-	pos := p / 100 * float64(len(s)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(s)-1)
-	return s[lo] + (s[hi]-s[lo])*(pos-float64(lo))
 }
 
 // pctLabel formats a percentile as vllm names its keys: 99 → "99", 99.9 → "99.9".

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"kvroute/internal/vllm"
+	"kvroute/results"
 )
 
 // HistogramNames are the vLLM V1 histograms Scrape records: the per-step token count and the
@@ -26,51 +27,17 @@ var HistogramNames = []string{
 	"vllm:request_decode_time_seconds",
 }
 
-// MetricsFile is the name of the file in a results directory that holds the servers'
-// histogram deltas (WriteMetricsFile).
-const MetricsFile = "vllm-metrics.json"
-
-// Bucket is one cumulative histogram bucket: its upper bound as Prometheus writes it ("+Inf"
-// for the last) and the observations at or below it.
-type Bucket struct {
-	LE    string  `json:"le"`
-	Count float64 `json:"count"`
-}
-
-// HistogramDelta is a histogram's increase between two readings: cumulative buckets, the sum
-// (seconds or tokens) and the count of the observations made in between.
-type HistogramDelta struct {
-	Buckets []Bucket `json:"buckets"`
-	Sum     float64  `json:"sum"`
-	Count   float64  `json:"count"`
-}
-
-// ServerHistograms are one server's histogram deltas over a run. Absent lists, sorted, the
-// HistogramNames the server's page lacked in either reading (every name when the page was
-// not a vLLM one or could not be read).
-type ServerHistograms struct {
-	URL        string                    `json:"url"`
-	Histograms map[string]HistogramDelta `json:"histograms"`
-	Absent     []string                  `json:"absent,omitempty"`
-}
-
-// RunHistograms are one run's server histograms, in the order of the URLs scraped.
-type RunHistograms struct {
-	Run     string             `json:"run"`
-	Servers []ServerHistograms `json:"servers"`
-}
-
 // HistogramDeltas returns, per URL of after (in its order), the increase of each histogram
 // from before. A histogram whose count went down (the server restarted) counts from zero; one
 // whose buckets changed between the readings is absent.
-func HistogramDeltas(before, after []Counters) []ServerHistograms {
+func HistogramDeltas(before, after []Counters) []results.ServerHistograms {
 	prev := map[string]Counters{}
 	for _, c := range before {
 		prev[c.URL] = c
 	}
-	out := make([]ServerHistograms, 0, len(after))
+	out := make([]results.ServerHistograms, 0, len(after))
 	for _, a := range after {
-		s := ServerHistograms{URL: a.URL, Histograms: map[string]HistogramDelta{}}
+		s := results.ServerHistograms{URL: a.URL, Histograms: map[string]results.HistogramDelta{}}
 		b := prev[a.URL]
 		for _, name := range HistogramNames {
 			ha, okA := a.Histograms[name]
@@ -88,13 +55,13 @@ func HistogramDeltas(before, after []Counters) []ServerHistograms {
 }
 
 // delta is b − a, bucket by bucket, or b when a's count is larger (a reset).
-func delta(a, b vllm.Histogram) HistogramDelta {
+func delta(a, b vllm.Histogram) results.HistogramDelta {
 	if b.Count < a.Count {
 		a = vllm.Histogram{Counts: make([]float64, len(b.Counts))}
 	}
-	d := HistogramDelta{Sum: b.Sum - a.Sum, Count: b.Count - a.Count, Buckets: make([]Bucket, len(b.Bounds))}
+	d := results.HistogramDelta{Sum: b.Sum - a.Sum, Count: b.Count - a.Count, Buckets: make([]results.HistogramBucket, len(b.Bounds))}
 	for i, le := range b.Bounds {
-		d.Buckets[i] = Bucket{LE: formatLE(le), Count: max(b.Counts[i]-a.Counts[i], 0)}
+		d.Buckets[i] = results.HistogramBucket{LE: formatLE(le), Count: max(b.Counts[i]-a.Counts[i], 0)}
 	}
 	return d
 }
@@ -106,21 +73,18 @@ func formatLE(v float64) string {
 	return strconv.FormatFloat(v, 'g', -1, 64)
 }
 
-// WriteMetricsFile writes runs as vllm-metrics.json: {"runs": [{"run", "servers": [{"url",
-// "histograms": {name: {"buckets": [{"le", "count"}], "sum", "count"}}, "absent"}]}]}, keys
-// of histograms sorted, indented, so equal inputs give equal bytes.
-func WriteMetricsFile(w io.Writer, runs []RunHistograms) error {
+// WriteMetricsFile writes runs as a results directory's results.VLLMMetricsFile
+// (results.VLLMMetrics), indented, keys of histograms sorted, so equal inputs give equal bytes.
+func WriteMetricsFile(w io.Writer, runs []results.RunHistograms) error {
 	if runs == nil {
-		runs = []RunHistograms{}
+		runs = []results.RunHistograms{}
 	}
-	b, err := json.MarshalIndent(struct {
-		Runs []RunHistograms `json:"runs"`
-	}{runs}, "", "  ")
+	b, err := json.MarshalIndent(results.VLLMMetrics{Runs: runs}, "", "  ")
 	if err != nil {
-		return fmt.Errorf("loadgen: %s: %w", MetricsFile, err)
+		return fmt.Errorf("loadgen: %s: %w", results.VLLMMetricsFile, err)
 	}
 	if _, err := w.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("loadgen: %s: %w", MetricsFile, err)
+		return fmt.Errorf("loadgen: %s: %w", results.VLLMMetricsFile, err)
 	}
 	return nil
 }

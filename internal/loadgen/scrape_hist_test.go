@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"kvroute/internal/vllm"
+	"kvroute/results"
 )
 
 // histPage serves a vLLM page whose prefill-time histogram gains one 0.2 s and one 3 s
@@ -47,7 +48,7 @@ func TestHistogramDeltas(t *testing.T) {
 	if len(got) != 2 {
 		t.Fatalf("%d servers, want 2", len(got))
 	}
-	want := HistogramDelta{Buckets: []Bucket{{"0.3", 4}, {"5", 8}, {"+Inf", 8}}, Sum: 2 * 2 * 3.2, Count: 8}
+	want := results.HistogramDelta{Buckets: []results.HistogramBucket{{LE: "0.3", Count: 4}, {LE: "5", Count: 8}, {LE: "+Inf", Count: 8}}, Sum: 2 * 2 * 3.2, Count: 8}
 	d, ok := got[0].Histograms["vllm:request_prefill_time_seconds"]
 	if !ok {
 		t.Fatalf("prefill histogram missing: %+v", got[0])
@@ -71,16 +72,16 @@ func TestHistogramDeltaReset(t *testing.T) {
 	a := vllm.Histogram{Bounds: []float64{1, inf()}, Counts: []float64{1, 2}, Sum: 1.5, Count: 2}
 	got := HistogramDeltas([]Counters{{URL: "u", Histograms: map[string]vllm.Histogram{"vllm:e2e_request_latency_seconds": b}}},
 		[]Counters{{URL: "u", Histograms: map[string]vllm.Histogram{"vllm:e2e_request_latency_seconds": a}}})
-	want := HistogramDelta{Buckets: []Bucket{{"1", 1}, {"+Inf", 2}}, Sum: 1.5, Count: 2}
+	want := results.HistogramDelta{Buckets: []results.HistogramBucket{{LE: "1", Count: 1}, {LE: "+Inf", Count: 2}}, Sum: 1.5, Count: 2}
 	if diff := cmp.Diff(want, got[0].Histograms["vllm:e2e_request_latency_seconds"]); diff != "" {
 		t.Errorf("after a restart the delta counts from zero (-want +got):\n%s", diff)
 	}
 }
 
 func TestWriteMetricsFileDeterministic(t *testing.T) {
-	runs := []RunHistograms{{Run: "r", Servers: []ServerHistograms{{URL: "u", Histograms: map[string]HistogramDelta{
-		"vllm:request_queue_time_seconds":  {Buckets: []Bucket{{"+Inf", 1}}, Sum: 0.5, Count: 1},
-		"vllm:e2e_request_latency_seconds": {Buckets: []Bucket{{"+Inf", 1}}, Sum: 2, Count: 1},
+	runs := []results.RunHistograms{{Run: "r", Servers: []results.ServerHistograms{{URL: "u", Histograms: map[string]results.HistogramDelta{
+		"vllm:request_queue_time_seconds":  {Buckets: []results.HistogramBucket{{LE: "+Inf", Count: 1}}, Sum: 0.5, Count: 1},
+		"vllm:e2e_request_latency_seconds": {Buckets: []results.HistogramBucket{{LE: "+Inf", Count: 1}}, Sum: 2, Count: 1},
 	}}}}}
 	var x, y bytes.Buffer
 	if err := WriteMetricsFile(&x, runs); err != nil {
@@ -92,7 +93,7 @@ func TestWriteMetricsFileDeterministic(t *testing.T) {
 	if !bytes.Equal(x.Bytes(), y.Bytes()) {
 		t.Error("the same runs gave different bytes")
 	}
-	var back struct{ Runs []RunHistograms }
+	var back results.VLLMMetrics
 	if err := json.Unmarshal(x.Bytes(), &back); err != nil {
 		t.Fatal(err)
 	}
